@@ -1,0 +1,1 @@
+"""specsweep analysis: load result facts, compare configs, report."""

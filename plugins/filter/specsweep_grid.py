@@ -1,0 +1,237 @@
+"""Controller-side parsing and validation of a sweep request into grid points.
+
+Every value typed after `-e` arrives here first; nothing reaches a host until
+`sweep_plan()` returns no errors. Messages name the variable and what is allowed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+# Speculative algorithms each engine understands (SGLang 0.5.x: server_args.py choices).
+ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "sglang": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
+    "llama_cpp": ("ngram-mod",),
+}
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+INT_RE = re.compile(r"^[+-]?\d+$")
+RANGE_RE = re.compile(r"^(\d+)\.\.(\d+)$")
+
+
+class RequestError(ValueError):
+    """One problem with the request, phrased for the operator."""
+
+
+def parse_int_list(name: str, value: Any, minimum: int = 1) -> list[int]:
+    """Accept 2, [1, 2], "1,2,4", "[1,2,4]" or "1..10"; reject anything else by name."""
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, bool):
+        raise RequestError(f"{name}: expected integers, got {value!r}")
+    if isinstance(value, int):
+        items: list[Any] = [value]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    elif isinstance(value, str):
+        text = value.strip().removeprefix("[").removesuffix("]").strip()
+        span = RANGE_RE.match(text)
+        if span:
+            lo, hi = int(span[1]), int(span[2])
+            if lo > hi:
+                raise RequestError(
+                    f"{name}: range {value!r} is empty (write low..high)"
+                )
+            items = list(range(lo, hi + 1))
+        else:
+            items = [t.strip() for t in text.split(",")]
+    else:
+        raise RequestError(f"{name}: expected integers, got {value!r}")
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not (
+            isinstance(item, int) or (isinstance(item, str) and INT_RE.match(item))
+        ):
+            raise RequestError(
+                f"{name}: {item!r} is not a whole number (got {value!r})"
+            )
+        number = int(item)
+        if number < minimum:
+            raise RequestError(f"{name}: {number} is below the minimum of {minimum}")
+        out.append(number)
+    return sorted(set(out))
+
+
+def parse_bool(name: str, value: Any) -> bool:
+    """Booleans as YAML or `-e key=value` strings spell them."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise RequestError(f"{name}: expected true or false, got {value!r}")
+
+
+def config_id(
+    steps: int | None, topk: int | None, draft: int | None, profile: str
+) -> str:
+    """File-safe name of a grid point, e.g. baseline, s2, s5-k4-d8, s2+nccl_ll_ring."""
+    base = "baseline" if steps is None else f"s{steps}"
+    if topk is not None:
+        base += f"-k{topk}-d{draft}"
+    return base if profile == "default" else f"{base}+{profile}"
+
+
+def spec_problem(steps: int, topk: int | None, draft: int | None) -> str | None:
+    """Why (steps, topk, draft tokens) is invalid or pointless, or None if it is fine."""
+    if draft is not None and topk is None:
+        return "draft_tokens needs topk (SGLang takes steps, topk and draft tokens together)"
+    if topk is None:
+        return None
+    if draft > steps * topk + 1:
+        return f"draft_tokens {draft} > steps*topk+1 = {steps * topk + 1} (the extra tokens can never be drafted)"
+    if topk == 1 and draft != steps + 1:
+        return f"with topk 1, SGLang forces draft_tokens to steps+1 = {steps + 1}, not {draft}"
+    return None
+
+
+def build_configs(
+    request: dict[str, Any], engines: list[str]
+) -> tuple[list[dict], list[str]]:
+    """Grid points for a request, and warnings about grid cells left out."""
+    steps = parse_int_list("steps", request.get("steps"))
+    topks = parse_int_list("topk", request.get("topk"))
+    drafts = parse_int_list("draft_tokens", request.get("draft_tokens"))
+    baseline = parse_bool("baseline", request.get("baseline", True))
+    algorithm = request.get("algorithm") or None
+    profiles = request.get("env_profiles") or ["default"]
+
+    if (topks or drafts) and not steps:
+        raise RequestError(
+            "topk/draft_tokens: they need steps (SGLang takes the three together)"
+        )
+    if topks and "llama_cpp" in engines:
+        raise RequestError(
+            "topk/draft_tokens: apply to SGLang only, but a targeted host runs llama_cpp"
+        )
+    if algorithm is not None:
+        for engine in engines:
+            if algorithm not in ALGORITHMS[engine]:
+                allowed = ", ".join(ALGORITHMS[engine])
+                raise RequestError(
+                    f"algorithm: {algorithm!r} is not known to {engine} (one of: {allowed})"
+                )
+    if drafts and not topks:
+        raise RequestError(
+            "draft_tokens: needs topk (SGLang takes steps, topk and draft tokens together)"
+        )
+
+    configs: list[dict] = []
+    warnings: list[str] = []
+    for profile in profiles:
+        if baseline:
+            configs.append(_config(None, None, None, None, profile))
+        for s, k, d in itertools.product(steps, topks or [None], drafts or [None]):
+            if k is not None and d is None:
+                if k != 1:
+                    raise RequestError(
+                        f"draft_tokens: required when topk is {k} (steps {s})"
+                    )
+                d = s + 1  # what SGLang forces for topk 1
+            problem = spec_problem(s, k, d)
+            if problem and len(steps) * len(topks or [0]) * len(drafts or [0]) == 1:
+                raise RequestError(f"draft_tokens: {problem}")
+            if problem:
+                warnings.append(
+                    f"skipped steps={s} topk={k} draft_tokens={d}: {problem}"
+                )
+                continue
+            configs.append(_config(s, k, d, algorithm, profile))
+    if not configs:
+        detail = f": {warnings[0].split(': ', 1)[1]}" if warnings else ""
+        raise RequestError(f"steps/topk/draft_tokens: nothing valid to sweep{detail}")
+    return configs, warnings
+
+
+def _config(
+    steps: int | None,
+    topk: int | None,
+    draft: int | None,
+    algorithm: str | None,
+    profile: str,
+) -> dict:
+    return {
+        "id": config_id(steps, topk, draft, profile),
+        "speculative": steps is not None,
+        "algorithm": algorithm if steps is not None else None,
+        "steps": steps,
+        "topk": topk,
+        "draft_tokens": draft,
+        "env_profile": profile,
+    }
+
+
+def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
+    """{configs, warnings, errors, settings}: the whole request checked at once."""
+    errors: list[str] = []
+    settings: dict[str, Any] = {}
+    configs: list[dict] = []
+    warnings: list[str] = []
+    checks = {
+        "repeats": lambda v: parse_int_list("repeats", v)[0],
+        "warmup": lambda v: parse_int_list("warmup", v, minimum=0)[0],
+        "max_tokens": lambda v: parse_int_list("max_tokens", v)[0],
+        "concurrency": lambda v: parse_int_list("concurrency", v),
+        "plan_only": lambda v: parse_bool("plan_only", v),
+    }
+    for name, check in checks.items():
+        try:
+            settings[name] = check(request.get(name))
+        except (RequestError, IndexError):
+            errors.append(
+                f"{name}: expected a whole number or list of them, got {request.get(name)!r}"
+            )
+    sweep_id = str(request.get("sweep_id") or "")
+    if sweep_id and not ID_RE.match(sweep_id):
+        errors.append(
+            f"sweep_id: {sweep_id!r} may use letters, digits, '.', '_' and '-' only"
+        )
+    settings["sweep_id"] = sweep_id
+    unknown = sorted(set(engines) - set(ALGORITHMS))
+    if unknown:
+        errors.append(
+            f"specsweep_engine: {', '.join(unknown)} is not one of: {', '.join(ALGORITHMS)}"
+        )
+    else:
+        try:
+            configs, warnings = build_configs(request, engines)
+        except RequestError as exc:
+            errors.append(str(exc))
+    return {
+        "configs": configs,
+        "warnings": warnings,
+        "errors": errors,
+        "settings": settings,
+    }
+
+
+def plan_entries(configs: list[dict], argvs: Any, env: dict[str, Any]) -> list[dict]:
+    """Pair each config with the argv an engine filter rendered for it, and its env."""
+    return [
+        {
+            "config": config,
+            "argv": list(argv),
+            "env": {str(k): str(v) for k, v in env.items()},
+        }
+        for config, argv in zip(configs, argvs, strict=True)
+    ]
+
+
+class FilterModule:
+    """Ansible entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"specsweep_plan": sweep_plan, "specsweep_entries": plan_entries}

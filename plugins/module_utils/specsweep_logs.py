@@ -1,0 +1,71 @@
+"""Reading an inference server's log: loading phase and failure cause (stdlib only).
+
+Patterns are the engines' own messages (llama.cpp server, SGLang 0.5.x
+`srt/model_executor`, `srt/entrypoints`), most specific first.
+"""
+
+from __future__ import annotations
+
+import re
+
+# (cause, pattern) checked in order; the first match names the failure.
+FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (cause, re.compile(pattern, re.IGNORECASE))
+    for cause, pattern in (
+        (
+            "port_bind",
+            r"couldn't bind HTTP server socket|address already in use|Errno 98",
+        ),
+        (
+            "out_of_memory",
+            r"Not enough memory|CUDA out of memory|OutOfMemoryError|failed to allocate",
+        ),
+        ("cuda_graph_capture", r"Capture cuda graph failed|CUDA graph capture failed"),
+        (
+            "nccl",
+            r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout|Watchdog caught collective operation timeout",
+        ),
+        (
+            "model_not_found",
+            r"failed to load model|No such file or directory|is not a valid model|not a local folder|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
+        ),
+        ("bad_argument", r"error: (unrecognized|argument|ambiguous)|invalid choice"),
+        ("python_exception", r"^\w+(\.\w+)*(Error|Exception): "),
+    )
+)
+
+# (phase, pattern) in load order; the last one seen in the log is the current phase.
+PHASE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (phase, re.compile(pattern, re.IGNORECASE))
+    for phase, pattern in (
+        ("loading model", r"load_model: loading model|Load weight begin"),
+        ("weights loaded", r"Load weight end"),
+        (
+            "capturing CUDA graphs",
+            r"Capture (target |draft )?(decode |verify )?cuda graph begin",
+        ),
+        ("warming up", r"warming up|Warmup"),
+        ("listening", r"server is listening|listening on|Uvicorn running on"),
+        ("ready", r"fired up and ready to roll|all slots are idle"),
+    )
+)
+
+
+def classify_failure(lines: list[str]) -> tuple[str, str]:
+    """(cause, the log line that shows it); ('unknown', last line) when nothing matches."""
+    for cause, pattern in FAILURE_PATTERNS:
+        # Later lines are closer to the death, so search from the end.
+        for line in reversed(lines):
+            if pattern.search(line.strip()):
+                return cause, line.strip()
+    return "unknown", lines[-1].strip() if lines else ""
+
+
+def loading_phase(lines: list[str]) -> str | None:
+    """The furthest loading phase the log has reached, if any."""
+    phase = None
+    for line in lines:
+        for name, pattern in PHASE_PATTERNS:
+            if pattern.search(line):
+                phase = name
+    return phase

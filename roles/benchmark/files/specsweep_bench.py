@@ -1,0 +1,349 @@
+"""specsweep on-host benchmark client: streams greedy completions, prints one JSON document.
+
+Standard library only, Python 3.9+: it runs with whatever python3 the host has."""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import hashlib
+import http.client
+import json
+import os
+import sys
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable
+from typing import Any
+
+CLIENT = "specsweep-bench/1"
+DONE = object()  # the SSE `data: [DONE]` terminator
+Doc = dict[str, Any]
+
+
+class StreamError(Exception):
+    """The server reported an error in the stream, or the stream ended early."""
+
+
+def parse_sse_line(line: bytes) -> Any:
+    """One SSE line -> parsed JSON payload, DONE, or None for blank/other lines."""
+    text = line.decode("utf-8", errors="replace").strip()
+    if text.startswith("error:"):
+        # llama.cpp sends a mid-stream failure as an `error:` event, not `data:`.
+        raise StreamError(text[6:].strip()[:500])
+    if not text.startswith("data:"):
+        return None
+    payload = text[5:].strip()
+    if payload == "[DONE]":
+        return DONE
+    try:
+        return json.loads(payload)
+    except ValueError as exc:
+        raise StreamError(f"bad JSON in stream: {payload[:200]}") from exc
+
+
+def _int(value: Any) -> int | None:
+    """`value` if it is an integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _check_error(event: Doc) -> None:
+    """Raise StreamError for an engine's {"error": ...} event."""
+    err = event.get("error")
+    if err is not None:
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        raise StreamError(str(msg)[:500])
+
+
+def llama_body(prompt: str, max_tokens: int) -> Doc:
+    """llama.cpp /completion body: greedy, fixed length, streamed."""
+    # cache_prompt false: every repeat pays the same prefill, so TTFT stays comparable.
+    return {"prompt": prompt, "n_predict": max_tokens, "temperature": 0, "ignore_eos": True,
+            "cache_prompt": False, "stream": True}  # fmt: skip
+
+
+def llama_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
+    """llama.cpp event -> (new text, counters if this is the final `stop` event)."""
+    _check_error(event)
+    delta = event.get("content") or ""
+    if not event.get("stop"):
+        return delta, None
+    timings = event.get("timings") or {}
+    tokens = _int(timings.get("predicted_n"))
+    tokens = tokens if tokens is not None else _int(event.get("tokens_predicted"))
+    accepted = _int(timings.get("draft_n_accepted"))
+    # Each decode step yields one token plus the drafts it accepted.
+    steps = None if tokens is None or accepted is None else tokens - accepted
+    drafted = _int(timings.get("draft_n"))
+    return delta, {"output_tokens": tokens, "drafted": drafted, "accepted": accepted,
+                   "verify_steps": steps}  # fmt: skip
+
+
+def sglang_body(prompt: str, max_tokens: int) -> Doc:
+    """SGLang /generate body: greedy, fixed length, streamed."""
+    params = {"max_new_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+    return {"text": prompt, "sampling_params": params, "stream": True}
+
+
+def sglang_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
+    """SGLang event -> (new text, counters if this is the finished event)."""
+    _check_error(event)
+    meta = event.get("meta_info") or {}
+    text, seen = event.get("text") or "", state.get("text", "")
+    ids, total = event.get("output_ids"), _int(meta.get("completion_tokens"))
+    # Text is cumulative unless the server runs --incremental-streaming-output; then
+    # output_ids is a delta as well, shorter than the cumulative completion_tokens.
+    cumulative = text.startswith(seen)
+    if isinstance(ids, list) and total is not None:
+        cumulative = len(ids) == total
+    delta = text[len(seen) :] if cumulative else text
+    state["text"] = seen + delta
+    reason = meta.get("finish_reason")
+    if reason is None:
+        return delta, None
+    if isinstance(reason, dict) and reason.get("type") == "abort":
+        raise StreamError(f"aborted: {reason.get('message', reason)}"[:500])
+    # Present only with speculation (and not in every SGLang version): absent -> None.
+    return delta, {
+        "output_tokens": total,
+        "drafted": _int(meta.get("spec_num_proposed_drafts")),
+        "accepted": _int(meta.get("spec_num_correct_drafts")),
+        "verify_steps": _int(meta.get("spec_verify_ct")),
+    }
+
+
+ADAPTERS = {
+    "llama_cpp": ("/completion", llama_body, llama_feed),
+    "sglang": ("/generate", sglang_body, sglang_feed),
+}
+
+
+def consume_stream(
+    engine: str,
+    lines: Iterable[bytes],
+    t_send: float,
+    clock: Callable[[], float] = time.perf_counter,
+    deadline: float | None = None,
+) -> tuple[Doc, Doc]:
+    """Read one response stream -> (RequestResult fields but prompt_id, counters)."""
+    feed, state = ADAPTERS[engine][2], {}
+    stamps: list[float] = []
+    parts: list[str] = []
+    final: Doc | None = None
+    for line in lines:
+        now = clock()
+        if deadline is not None and now > deadline:
+            raise TimeoutError("request exceeded --timeout-s")
+        event = parse_sse_line(line)
+        if event is DONE:
+            break
+        if not isinstance(event, dict):
+            continue
+        delta, counts = feed(event, state)
+        if delta:
+            stamps.append(now)
+            parts.append(delta)
+        if counts is not None:
+            final = counts
+            if engine == "llama_cpp":
+                break  # llama.cpp sends no [DONE]: the stop event is the last one
+    e2e = clock() - t_send
+    if final is None:
+        raise StreamError("stream ended before the final event")
+    tokens = final["output_tokens"] or 0
+    span = stamps[-1] - stamps[0] if stamps else 0.0
+    return {
+        "output_tokens": tokens,
+        "ttft_s": stamps[0] - t_send if stamps else e2e,
+        "e2e_s": e2e,
+        "decode_tps": (tokens - 1) / span if tokens >= 2 and span > 0 else None,
+        # Raw gaps: one speculative step may arrive as one chunk or as a burst.
+        "itl_s": [stamps[i] - stamps[i - 1] for i in range(1, len(stamps))],
+        "text": "".join(parts),
+        "error": None,
+    }, final
+
+
+def aggregate_spec(counters: list[Doc]) -> Doc:
+    """SpecStats dict summed over one run's successful requests."""
+    sums: dict[str, int | None] = {}
+    for key in ("drafted", "accepted", "verify_steps"):
+        values = [c[key] for c in counters if c.get(key) is not None]
+        sums[key] = sum(values) if values else None
+    drafted, accepted, steps = sums["drafted"], sums["accepted"], sums["verify_steps"]
+    verified = [c.get("output_tokens") or 0 for c in counters if c.get("verify_steps")]
+    return {
+        **sums,
+        "accept_length": sum(verified) / steps if steps else None,
+        "accept_rate": accepted / drafted if drafted and accepted is not None else None,
+    }
+
+
+class Client:
+    """HTTP access to one engine's server."""
+
+    def __init__(self, engine: str, url: str, api_key: str | None, timeout_s: float):
+        """Remember where and how to talk to the server."""
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise SystemExit(f"--url must look like http://127.0.0.1:PORT, got {url!r}")
+        self.engine, self.timeout_s = engine, timeout_s
+        self.host, self.port = parts.hostname, parts.port or 80
+        self.headers = {"Content-Type": "application/json"}
+        if api_key:
+            self.headers["Authorization"] = f"Bearer {api_key}"
+
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        """A fresh connection per request, so concurrent threads never share one."""
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+    def get_json(self, path: str) -> Any:
+        """GET path as JSON; None on any failure (server info is best effort)."""
+        conn = self._connect(min(self.timeout_s, 30.0))
+        try:
+            conn.request("GET", path, headers=self.headers)
+            resp = conn.getresponse()
+            return json.loads(resp.read()) if resp.status == 200 else None
+        except (OSError, ValueError, http.client.HTTPException):
+            return None
+        finally:
+            conn.close()
+
+    def complete(self, prompt_id: str, prompt: str, max_tokens: int) -> tuple[Doc, Any]:
+        """One streamed request -> (RequestResult dict, counters or None on error)."""
+        path, body_for, _ = ADAPTERS[self.engine]
+        body = json.dumps(body_for(prompt, max_tokens)).encode()
+        conn = self._connect(self.timeout_s)
+        t_send = time.perf_counter()
+        try:
+            conn.request("POST", path, body=body, headers=self.headers)
+            resp = conn.getresponse()
+            if resp.status != 200:
+                detail = resp.read(300).decode(errors="replace")
+                raise StreamError(f"HTTP {resp.status}: {detail}")
+            deadline = t_send + self.timeout_s
+            result, counts = consume_stream(self.engine, resp, t_send, deadline=deadline)
+            return {"prompt_id": prompt_id, **result}, counts
+        except (OSError, ValueError, StreamError, http.client.HTTPException) as exc:
+            error = f"{type(exc).__name__}: {exc}"[:500]
+            return {"prompt_id": prompt_id, "output_tokens": 0, "ttft_s": 0.0,
+                    "e2e_s": time.perf_counter() - t_send, "decode_tps": None, "itl_s": [],
+                    "text": "", "error": error}, None  # fmt: skip
+        finally:
+            conn.close()
+
+
+def run_once(client: Client, prompts: list[Doc], max_tokens: int, conc: int) -> Doc:
+    """Send the whole prompt set with `conc` in flight -> Run dict without `repeat`."""
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=conc) as pool:
+        futures = [pool.submit(client.complete, p["id"], p["prompt"], max_tokens) for p in prompts]
+        outcomes = [f.result() for f in futures]
+    spec = aggregate_spec([c for _, c in outcomes if c is not None])
+    return {"concurrency": conc, "duration_s": time.perf_counter() - start,
+            "requests": [r for r, _ in outcomes], "spec": spec}  # fmt: skip
+
+
+def server_info(client: Client) -> tuple[str | None, Doc]:
+    """(engine_version, a few server facts); never raises."""
+    if client.engine == "llama_cpp":
+        props = client.get_json("/props")
+        props = props if isinstance(props, dict) else {}
+        keys = ("build_info", "model_path", "total_slots")
+        info = {k: props[k] for k in keys if k in props}
+        info["n_ctx"] = (props.get("default_generation_settings") or {}).get("n_ctx")
+        # /props shows default params ("speculative.types": "none" even with a draft);
+        # /slots has the slot's real speculative flag and its last request's params.
+        slots = client.get_json("/slots")
+        if isinstance(slots, list) and slots and isinstance(slots[0], dict):
+            info["speculative"] = slots[0].get("speculative")
+            params = slots[0].get("params") or {}
+            info.update({k: v for k, v in params.items() if k.startswith("speculative")})
+        version = props.get("build_info")
+    else:
+        data = client.get_json("/server_info") or client.get_json("/get_server_info")
+        data = data if isinstance(data, dict) else {}
+        keys = ("version", "tp_size", "model_path")
+        info = {k: v for k, v in data.items() if k in keys or k.startswith("speculative_")}
+        states = data.get("internal_states")
+        if isinstance(states, list) and states and isinstance(states[0], dict):
+            for key in ("avg_spec_accept_length", "step_time_dict"):
+                if key in states[0]:
+                    info[key] = states[0][key]
+        version = data.get("version")
+    return (None if version is None else str(version)), info
+
+
+def load_prompts(path: str) -> tuple[list[Doc], str]:
+    """Prompts from a JSONL file of {"id", "prompt"}, and the sha256 of its bytes."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    lines = raw.decode("utf-8").splitlines()
+    prompts = [json.loads(line) for line in lines if line.strip()]
+    ok = all(isinstance(p.get("id"), str) and "prompt" in p for p in prompts)
+    if not prompts or not ok:
+        raise SystemExit(f"{path}: expected JSONL lines of {{'id': str, 'prompt': str}}")
+    return prompts, hashlib.sha256(raw).hexdigest()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    p = argparse.ArgumentParser(description="specsweep on-host benchmark client")
+    p.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
+    p.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
+    p.add_argument("--prompts", required=True, help="JSONL file of {id, prompt}")
+    p.add_argument("--max-tokens", type=int, required=True)
+    p.add_argument("--warmup", type=int, default=1, help="unrecorded requests first")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--concurrency", type=int, action="append", help="repeatable")
+    p.add_argument("--api-key-env", help="name of the env var holding the API key")
+    p.add_argument("--timeout-s", type=float, default=600.0, help="per request")
+    p.add_argument("--output", help="also write the document to this file")
+    args = p.parse_args(argv)
+    args.concurrency = args.concurrency or [1]
+    if min(args.max_tokens, args.repeats, *args.concurrency) < 1 or args.warmup < 0:
+        p.error("--max-tokens, --repeats, --concurrency must be >= 1, --warmup >= 0")
+    return args
+
+
+def emit(doc: Doc, output: str | None) -> None:
+    """Print the document as one line, and write it to `output` if given."""
+    text = json.dumps(doc)
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    print(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Warm up, then run every (concurrency, repeat); exit 1 if a run got nothing."""
+    args = parse_args(argv)
+    prompts, digest = load_prompts(args.prompts)
+    api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    client = Client(args.engine, args.url, api_key, args.timeout_s)
+    for i in range(args.warmup):
+        prompt = prompts[i % len(prompts)]
+        client.complete(prompt["id"], prompt["prompt"], args.max_tokens)
+    runs: list[Doc] = []
+    for conc in args.concurrency:
+        for repeat in range(1, args.repeats + 1):
+            run = {"repeat": repeat, **run_once(client, prompts, args.max_tokens, conc)}
+            if all(r["error"] for r in run["requests"]):
+                # Nothing came back: the caller records this cause instead of numbers.
+                cause = run["requests"][0]["error"]
+                error = f"every request failed (concurrency {conc}, repeat {repeat}): "
+                emit({"error": error + cause, "runs": runs}, args.output)
+                return 1
+            runs.append(run)
+    version, info = server_info(client)
+    benchmark = {"client": CLIENT, "prompt_set": os.path.basename(args.prompts),
+                 "prompt_sha256": digest, "max_tokens": args.max_tokens, "warmup": args.warmup,
+                 "repeats": args.repeats, "concurrency": args.concurrency}  # fmt: skip
+    doc = {"client": CLIENT, "engine": args.engine, "engine_version": version,
+           "benchmark": benchmark, "runs": runs, "server_info": info}  # fmt: skip
+    emit(doc, args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Shared fixtures: real SSH test hosts (tests/testhosts.py) and an ansible environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+from testhosts import APT_PACKAGES, MakeHosts, NetnsHosts, missing_prerequisites
+
+# The hosts of the `ssh_hosts` fixture; add names here for more hosts (no underscores).
+SSH_HOST_NAMES = ("sshost1", "sshost2")
+
+
+@pytest.fixture(scope="session")
+def make_ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeHosts]:
+    """Factory: make_ssh_hosts(["h1", ...]) starts hosts; all are torn down at session end."""
+    problems = missing_prerequisites()
+    if problems:  # fail, never skip: CI must provide these
+        pytest.fail(
+            "SSH test hosts need: " + "; ".join(problems)
+            + f" (run as root; apt-get install -y {' '.join(APT_PACKAGES)})",
+            pytrace=False,
+        )  # fmt: skip
+    started: list[NetnsHosts] = []
+
+    def make(names: Sequence[str]) -> NetnsHosts:
+        hosts = NetnsHosts(tmp_path_factory.mktemp("sshosts"), names)
+        started.append(hosts)
+        return hosts.start()
+
+    yield make
+    errors = []
+    for hosts in reversed(started):
+        try:
+            hosts.teardown()
+        except RuntimeError as exc:
+            errors.append(str(exc))
+    if errors:
+        pytest.fail("\n".join(errors), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def ssh_hosts(make_ssh_hosts: MakeHosts) -> NetnsHosts:
+    """Started SSH hosts SSH_HOST_NAMES, shared by the whole session."""
+    return make_ssh_hosts(SSH_HOST_NAMES)
+
+
+@pytest.fixture(scope="session")
+def ansible_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Environment for ansible subprocesses: a temp ansible.cfg (host key checking on,
+    pipelining on) instead of whatever ansible.cfg the cwd or the user has."""
+    cfg = tmp_path_factory.mktemp("ansible") / "ansible.cfg"
+    cfg.write_text(
+        "[defaults]\nhost_key_checking = True\nforks = 10\ntimeout = 20\nnocolor = True\n"
+        "[ssh_connection]\npipelining = True\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env["ANSIBLE_CONFIG"] = str(cfg)
+    return env
+
+
+@pytest.fixture(scope="session")
+def ansible_bin() -> Path:
+    """Directory holding the venv's ansible executables (next to the running Python)."""
+    return Path(sys.executable).parent

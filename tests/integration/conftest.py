@@ -1,0 +1,96 @@
+"""Fixtures for sweeps over real SSH hosts running a real llama.cpp server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from testhosts import NetnsHosts
+
+from analysis.schema import Fact, load_fact
+
+REPO = Path(__file__).resolve().parents[2]
+# The engine and model pins the llama_server role installs, from its defaults.
+ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").read_text())["llama_server_packages"]
+WHEELHOUSE = REPO / ".cache" / "wheels"
+
+
+@dataclass
+class SweepRun:
+    """One finished ansible-playbook run and where it wrote its results."""
+
+    proc: subprocess.CompletedProcess[str]
+    sweep_dir: Path
+
+    @property
+    def output(self) -> str:
+        return self.proc.stdout + self.proc.stderr
+
+    def facts(self) -> dict[tuple[str, str], Fact]:
+        """Every fact of the sweep, by (host, config id)."""
+        out = {}
+        for path in sorted(self.sweep_dir.glob("*/*.json")):
+            fact = load_fact(json.loads(path.read_text()))
+            out[(fact.host, fact.config.id)] = fact
+        return out
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path:
+    """The pinned engine and model wheels, so test hosts (no network) install offline."""
+    WHEELHOUSE.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *ENGINE_PINS],
+        check=True,
+    )
+    return WHEELHOUSE
+
+
+def host_vars(hosts: NetnsHosts, wheelhouse: Path) -> dict[str, dict]:
+    """Per-host settings: everything the suite writes lives under the host's own /opt."""
+    return {
+        name: {
+            "specsweep_engine": "llama_cpp",
+            "llama_server_home": "/opt/specsweep",
+            "llama_server_pip_extra_args": ["--no-index", f"--find-links={wheelhouse}"],
+            "server_process_run_dir": "/opt/specsweep/run",
+            "benchmark_work_dir": "/opt/specsweep/bench",
+        }
+        for name in hosts.names
+    }
+
+
+@pytest.fixture(scope="session")
+def sweep_inventory(ssh_hosts: NetnsHosts, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Inventory of the session's SSH hosts in group `sweep`, engines installed from the wheelhouse."""
+    path = tmp_path_factory.mktemp("inventory") / "hosts.yml"
+    return ssh_hosts.write_inventory(path, hostvars=host_vars(ssh_hosts, wheelhouse))
+
+
+def sweep_env() -> dict[str, str]:
+    """The caller's environment without ANSIBLE_* overrides: the repo's ansible.cfg applies."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    return env
+
+
+@pytest.fixture
+def run_sweep(tmp_path: Path) -> Callable[..., SweepRun]:
+    """Run `ansible-playbook sweep.yml` from the repo root with results under tmp_path."""
+
+    def run(inventory: Path, *extra: str, sweep_id: str = "t", timeout: float = 900) -> SweepRun:
+        argv = [
+            str(Path(sys.executable).parent / "ansible-playbook"), "sweep.yml", "-i", str(inventory),
+            "-e", f"sweep_plan_results_dir={tmp_path}", "-e", f"sweep_id={sweep_id}", *extra,
+        ]  # fmt: skip
+        proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=timeout)
+        return SweepRun(proc, tmp_path / sweep_id)
+
+    return run

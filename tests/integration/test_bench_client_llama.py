@@ -1,0 +1,149 @@
+"""The on-host benchmark client against a real llama.cpp server with ngram-mod speculation.
+
+Needs a Python with the `xllamacpp` wheel and a GGUF model (gemma3 270M): set
+SPECSWEEP_TEST_LLAMA_PYTHON and SPECSWEEP_TEST_MODEL, or provide the defaults below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analysis.schema import BenchmarkSettings, Run, from_dict
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"
+LAUNCHER = REPO / "roles/llama_server/files/specsweep_llama_server.py"
+PROMPTS = REPO / "roles/benchmark/files/prompts/code.jsonl"
+LLAMA_PYTHON = Path(os.environ.get("SPECSWEEP_TEST_LLAMA_PYTHON", "/tmp/xl/bin/python"))
+MODEL = Path(os.environ.get("SPECSWEEP_TEST_MODEL", "/tmp/model/gemma.gguf"))
+MAX_TOKENS = 32
+LOAD_TIMEOUT_S = 120.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def health_status(url: str) -> int | None:
+    """HTTP status of GET url/health, or None while nothing answers."""
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+@pytest.fixture(scope="session")
+def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a real llama.cpp server (ngram-mod, n-max 4), stopped at session end."""
+    missing = [str(p) for p in (LLAMA_PYTHON, MODEL, LAUNCHER) if not p.exists()]
+    if missing:  # fail, never skip: CI must provide the server and the model
+        pytest.fail(f"llama server test needs: {', '.join(missing)}", pytrace=False)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    argv = [str(LLAMA_PYTHON), str(LAUNCHER), "-m", str(MODEL), "--host", "127.0.0.1",
+            "--port", str(port), "-t", "1", "-c", "2048", "-np", "1", "--spec-type", "ngram-mod",
+            "--spec-ngram-mod-n-match", "4", "--spec-ngram-mod-n-min", "1",
+            "--spec-ngram-mod-n-max", "4"]  # fmt: skip
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + LOAD_TIMEOUT_S
+        while health_status(url) != 200:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"llama server not healthy (rc={proc.poll()}):\n{log.read_text()}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()  # by the PID we started; the launcher exits on SIGTERM
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=30)
+
+
+def run_client(url: str, prompts: Path, *args: str) -> tuple[subprocess.CompletedProcess, Any]:
+    """Run the client as the benchmark role does; return the process and its parsed stdout."""
+    argv = [sys.executable, str(CLIENT), "--engine", "llama_cpp", "--url", url,
+            "--prompts", str(prompts), *args]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        doc = None
+    return proc, doc
+
+
+def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_path: Path) -> None:
+    output = tmp_path / "bench.json"
+    proc, doc = run_client(llama_url, PROMPTS, "--max-tokens", str(MAX_TOKENS), "--warmup", "1",
+                           "--repeats", "1", "--concurrency", "1", "--concurrency", "2",
+                           "--output", str(output))  # fmt: skip
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert doc is not None and json.loads(output.read_text()) == doc
+    assert set(doc) == {"client", "engine", "engine_version", "benchmark", "runs", "server_info"}
+    settings = from_dict(BenchmarkSettings, doc["benchmark"])
+    assert settings.prompt_set == "code.jsonl"
+    assert settings.prompt_sha256 == hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
+    assert (settings.max_tokens, settings.concurrency) == (MAX_TOKENS, [1, 2])
+    assert doc["server_info"].get("speculative") is True, doc["server_info"]
+    runs = [from_dict(Run, run) for run in doc["runs"]]
+    assert [(r.concurrency, r.repeat) for r in runs] == [(1, 1), (2, 1)]
+    n_prompts = len(PROMPTS.read_text().splitlines())
+    for run in runs:
+        assert len(run.requests) == n_prompts, run
+        for req in run.requests:
+            seen = f"{req.prompt_id}: {req}"
+            assert req.error is None, seen
+            assert req.output_tokens == MAX_TOKENS, seen
+            assert req.ttft_s > 0 and req.e2e_s > req.ttft_s, seen
+            assert req.decode_tps is not None and req.decode_tps > 0, seen
+            assert req.text and req.itl_s, seen
+        spec = run.spec
+        assert spec.drafted is not None and spec.drafted > 0, spec
+        assert spec.accepted is not None and 0 < spec.accepted <= spec.drafted, spec
+        assert spec.verify_steps == n_prompts * MAX_TOKENS - spec.accepted, spec
+        assert spec.accept_length is not None and spec.accept_length > 1, spec
+
+
+def test_failed_request_is_recorded_and_the_run_goes_on(llama_url: str, tmp_path: Path) -> None:
+    prompts = tmp_path / "mixed.jsonl"
+    too_long = {"id": "too-long", "prompt": "word " * 3000}  # over the 2048-token context
+    fits = {"id": "fits", "prompt": "a, b, c, a, b, c, a, b,"}
+    prompts.write_text(f"{json.dumps(too_long)}\n{json.dumps(fits)}\n")
+    proc, doc = run_client(llama_url, prompts, "--max-tokens", "8", "--warmup", "0",
+                           "--repeats", "1")  # fmt: skip
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    failed, ok = from_dict(Run, doc["runs"][0]).requests
+    assert failed.error is not None and "HTTP 400" in failed.error, failed
+    assert failed.output_tokens == 0, failed
+    assert ok.error is None and ok.output_tokens == 8, ok
+
+
+def test_unreachable_server_exits_nonzero_with_a_json_error(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    proc, doc = run_client(url, PROMPTS, "--max-tokens", "4", "--warmup", "1", "--repeats", "2",
+                           "--timeout-s", "5")  # fmt: skip
+    assert proc.returncode == 1, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert len(proc.stdout.splitlines()) == 1, proc.stdout
+    assert doc["runs"] == [] and "ConnectionRefusedError" in doc["error"], doc

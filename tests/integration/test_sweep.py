@@ -1,0 +1,50 @@
+"""The sweep end to end over real SSH: two netns hosts, each running a real llama.cpp server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from testhosts import NetnsHosts
+
+
+def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(sweep_inventory: Path, run_sweep) -> None:
+    run = run_sweep(sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0")
+    assert run.proc.returncode == 0, run.output[-4000:]
+    facts = run.facts()
+    assert sorted(facts) == [(h, c) for h in ("sshost1", "sshost2") for c in ("baseline", "s1", "s3")], run.output
+    for (host, config_id), fact in facts.items():
+        assert fact.status == "ok", (host, config_id, fact.failure)
+        assert fact.host_facts.hostname == host  # measured on that host, not the controller
+        assert len(fact.runs) == 2
+        assert all(r.output_tokens == 24 for run_ in fact.runs for r in run_.requests)
+        assert fact.launch.argv[fact.launch.argv.index("--port") + 1] == "8080"
+        if fact.config.speculative:
+            assert fact.launch.argv[-1] == str(fact.config.steps)  # --spec-ngram-mod-n-max
+            assert all(r.spec.drafted and 0 < r.spec.accepted <= r.spec.drafted for r in fact.runs)
+        else:
+            assert "--spec-type" not in fact.launch.argv
+    # The table the playbook prints, one per host, with every config.
+    for host in ("sshost1", "sshost2"):
+        assert re.search(rf"host {host} \| llama_cpp", run.output), run.output[-3000:]
+    assert re.search(r"^\s*\*?\s*s3\s+\d+\.\d", run.output, re.M), run.output[-3000:]
+
+
+def test_plan_only_writes_exact_argv_and_second_run_changes_nothing(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts
+) -> None:
+    first = run_sweep(sweep_inventory, "-e", "steps=2", "-e", "plan_only=true", sweep_id="plan1")
+    assert first.proc.returncode == 0, first.output[-4000:]
+    plan = json.loads((first.sweep_dir / "plan.json").read_text())
+    entries = {e["config"]["id"]: e for e in plan["hosts"]["sshost1"]["entries"]}
+    assert sorted(entries) == ["baseline", "s2"]
+    assert entries["s2"]["argv"][-2:] == ["--spec-ngram-mod-n-max", "2"]
+    assert entries["s2"]["argv"][2:4] == ["-m", "/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf"]
+    assert not list(first.sweep_dir.glob("*/*.json")), "plan_only must not measure anything"
+    # Nothing was launched on the hosts.
+    assert "server-8080.pid" not in ssh_hosts.run_in_host("sshost1", ["ls", "/opt/specsweep/run"]).stdout
+    second = run_sweep(sweep_inventory, "-e", "steps=2", "-e", "plan_only=true", sweep_id="plan2")
+    assert second.proc.returncode == 0, second.output[-4000:]
+    for host in ("sshost1", "sshost2"):
+        assert re.search(rf"^{host}\s+: ok=\d+\s+changed=0\s", second.output, re.M), second.output[-2000:]

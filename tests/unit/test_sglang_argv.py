@@ -1,0 +1,603 @@
+"""The SGLang argv/env filters (plugins/filter/sglang.py), checked against SGLang 0.5.23's flags.
+
+fixtures/sglang_0.5.23_flags.txt lists every `--flag` that `python -m sglang.launch_server`
+accepts, with its kind (switch/int/float/str/list/other). It is generated from the sglang
+wheel's source text by `sglang_flags_from_source` below (no sglang import):
+
+    pip download --no-deps -d /tmp/w sglang==0.5.23
+    cd /tmp/w && python -m zipfile -e sglang-0.5.23-*.whl .
+    python tests/unit/test_sglang_argv.py /tmp/w/sglang > tests/unit/fixtures/sglang_0.5.23_flags.txt
+
+Set SPECSWEEP_SGLANG_SRC=/tmp/w/sglang to also check the fixture against that source.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FLAGS_FIXTURE = Path(__file__).parent / "fixtures" / "sglang_0.5.23_flags.txt"
+PY = "/opt/sglang/bin/python"
+
+
+def _load_filter() -> ModuleType:
+    """Import plugins/filter/sglang.py by path (no package, no Ansible)."""
+    spec = importlib.util.spec_from_file_location(
+        "specsweep_filter_sglang", REPO / "plugins" / "filter" / "sglang.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sg = _load_filter()
+
+
+# --------------------------------------------------------------------------------------
+# Flag list from SGLang's source text
+# --------------------------------------------------------------------------------------
+# 0.5.23 declares most flags as annotated fields of namespace classes
+# (sglang/srt/arg_groups/fields/*.py) that arg_groups/arg_utils.py
+# add_cli_args_from_dataclass turns into argparse options; ServerArgs.add_cli_args
+# (srt/server_args.py) adds a few by hand. This mirrors that derivation on the AST.
+
+_SCALARS = {"int": "int", "float": "float", "str": "str"}
+
+
+def _name(node: ast.expr | None) -> str:
+    """Dotted name of a Name/Attribute node ('' otherwise)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_name(node.value)}.{node.attr}"
+    return ""
+
+
+def _subscript(node: ast.expr) -> tuple[str, list[ast.expr]]:
+    """('Optional', [args]) for Optional[...]; ('', []) for anything else."""
+    if isinstance(node, ast.Subscript):
+        inner = node.slice
+        args = list(inner.elts) if isinstance(inner, ast.Tuple) else [inner]
+        return _name(node.value).rsplit(".", 1)[-1], args
+    return "", []
+
+
+def _unwrap_optional(node: ast.expr) -> ast.expr:
+    """X for Optional[X], Union[X, None] or X | None (like arg_utils._unwrap_optional)."""
+    head, args = _subscript(node)
+    if head == "Optional":
+        return args[0]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        args, head = [node.left, node.right], "Union"
+    if head == "Union":
+        rest = [a for a in args if not (isinstance(a, ast.Constant) and a.value is None)]
+        if len(rest) == 1:
+            return rest[0]
+    return node
+
+
+def _action_kind(action: ast.expr, nargs: Any, kwargs: dict[str, Any]) -> str:
+    """Kind of an option with an explicit action."""
+    if isinstance(action, ast.Constant):
+        return "switch" if action.value in ("store_true", "store_false") else "other"
+    if "nargs" in kwargs:
+        if nargs in ("*", "+"):
+            return "list"
+        return _SCALARS.get(_name(kwargs.get("type")), "str" if "type" not in kwargs else "other")
+    # BooleanOptionalAction and the Deprecated*Action classes take no value by default.
+    return "switch"
+
+
+def _field_kind(annotation: ast.expr, meta: dict[str, Any]) -> str:
+    """Kind of an A[T, ...] field, following add_cli_args_from_dataclass."""
+    if "action" in meta:
+        action_kwargs = meta.get("action_kwargs") or {}
+        return _action_kind(meta["action"], action_kwargs.get("nargs"), action_kwargs)
+    parser = _name(meta.get("type_parser"))
+    inner = _unwrap_optional(annotation)
+    head, args = _subscript(inner)
+    if head == "Literal":
+        first = args[0].value if isinstance(args[0], ast.Constant) else ""
+        literal = type(first).__name__ if not isinstance(first, bool) else "str"
+        return _SCALARS.get(parser, "other") if parser else _SCALARS.get(literal, "str")
+    if head in ("List", "list") and not parser:
+        return "list"
+    if _name(inner) == "bool":
+        return "switch"
+    if meta.get("nargs") in ("*", "+"):
+        return "list"
+    if parser:
+        return _SCALARS.get(parser, "other")
+    return _SCALARS.get(_name(inner), "str")
+
+
+def _literal(node: ast.expr) -> Any:
+    """Python value of a literal keyword, else the node itself (actions, parsers)."""
+    if isinstance(node, ast.Dict):  # action_kwargs={"type": str, "nargs": "*"}
+        return {_literal(k): _literal(v) for k, v in zip(node.keys, node.values, strict=True) if k}
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return node
+
+
+def _field_options(node: ast.AnnAssign) -> dict[str, str]:
+    """{option: kind} for one namespace field ({} when it has no CLI surface)."""
+    head, args = _subscript(node.annotation)
+    if head not in ("A", "Annotated") or not isinstance(node.target, ast.Name):
+        return {}
+    meta: dict[str, Any] | None = None
+    for extra in args[1:]:  # the first Arg(...) or help string wins, as in _unwrap_annotated
+        if isinstance(extra, ast.Call) and _name(extra.func).endswith("Arg"):
+            meta = {kw.arg: _literal(kw.value) for kw in extra.keywords if kw.arg}
+            break
+        if isinstance(extra, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+            meta = {}
+            break
+    if meta is None or meta.get("no_cli") is True:
+        return {}
+    main = meta.get("cli_name") or "--" + node.target.id.replace("_", "-")
+    names = [main, *(meta.get("aliases") or [])]
+    kind = _field_kind(args[0], meta)
+    options = dict.fromkeys(names, kind)
+    if _name(meta.get("action")).endswith("BooleanOptionalAction"):
+        options.update({"--no-" + n[2:]: "switch" for n in names if n.startswith("--")})
+    return options
+
+
+def _manual_options(tree: ast.Module) -> dict[str, str]:
+    """{option: kind} of the parser.add_argument("--...") calls in server_args.py."""
+    options: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and _name(node.func).endswith(".add_argument")):
+            continue
+        kwargs = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        nargs = _literal(kwargs["nargs"]) if "nargs" in kwargs else None
+        if "action" in kwargs:
+            kind = _action_kind(kwargs["action"], nargs, kwargs)
+        elif nargs in ("*", "+"):
+            kind = "list"
+        else:
+            kind = _SCALARS.get(_name(kwargs.get("type")), "str" if "type" not in kwargs else "other")
+        for arg in node.args:
+            if isinstance(arg, ast.Constant) and str(arg.value).startswith("--"):
+                options[arg.value] = kind
+    return options
+
+
+def sglang_flags_from_source(package_dir: Path) -> dict[str, str]:
+    """{option: kind} of `python -m sglang.launch_server` from an unpacked sglang package."""
+    server_args = package_dir / "srt" / "server_args.py"
+    tree = ast.parse(server_args.read_text())
+    modules: dict[str, str] = {}  # class name -> module it is imported from
+    namespaces: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules.update({alias.asname or alias.name: node.module for alias in node.names})
+        if isinstance(node, ast.Assign) and any(_name(t) == "_INPUT_NAMESPACES" for t in node.targets):
+            assert isinstance(node.value, ast.List)
+            namespaces = [_name(elt) for elt in node.value.elts]
+    assert namespaces, "server_args.py no longer has _INPUT_NAMESPACES: update this parser"
+    options = {"--help": "switch"}  # argparse's own
+    parsed: dict[str, ast.Module] = {}
+    for cls_name in namespaces:
+        module = modules[cls_name]
+        if module not in parsed:
+            path = package_dir.parent / (module.replace(".", "/") + ".py")
+            parsed[module] = ast.parse(path.read_text())
+        (cls,) = [n for n in parsed[module].body if isinstance(n, ast.ClassDef) and n.name == cls_name]
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign):
+                options.update(_field_options(stmt))
+    options.update(_manual_options(tree))
+    return dict(sorted(options.items()))
+
+
+def load_flags(path: Path = FLAGS_FIXTURE) -> dict[str, str]:
+    """{option: kind} from the committed fixture ('#' lines are comments)."""
+    flags = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            flag, kind = line.split()
+            flags[flag] = kind
+    return flags
+
+
+@pytest.mark.skipif(not os.environ.get("SPECSWEEP_SGLANG_SRC"), reason="SPECSWEEP_SGLANG_SRC not set")
+def test_fixture_matches_sglang_source() -> None:
+    assert load_flags() == sglang_flags_from_source(Path(os.environ["SPECSWEEP_SGLANG_SRC"]))
+
+
+def assert_sglang_accepts(argv: list[str]) -> None:
+    """Every --flag in argv exists in 0.5.23 under that exact spelling (no argparse
+    abbreviation), switches are not followed by a value and valued flags get one that
+    their type parses."""
+    flags = load_flags()
+    assert all(isinstance(item, str) for item in argv)
+    assert argv[1:3] == ["-m", "sglang.launch_server"]
+    rest = argv[3:]
+    i = 0
+    while i < len(rest):
+        flag = rest[i]
+        assert flag in flags, f"{flag} is not an SGLang 0.5.23 flag"
+        kind = flags[flag]
+        if kind == "switch":
+            i += 1
+            continue
+        assert i + 1 < len(rest), f"{flag} needs a value"
+        value = rest[i + 1]
+        assert not value.startswith("--"), f"{flag} got no value"
+        if kind in ("int", "float"):
+            {"int": int, "float": float}[kind](value)
+        i += 2
+
+
+# --------------------------------------------------------------------------------------
+# argv
+# --------------------------------------------------------------------------------------
+
+
+def cfg(**kw: Any) -> dict[str, Any]:
+    """A grid point; the baseline unless told otherwise."""
+    base = {
+        "id": "baseline",
+        "speculative": False,
+        "algorithm": None,
+        "steps": None,
+        "topk": None,
+        "draft_tokens": None,
+        "env_profile": None,
+    }
+    if kw.get("algorithm"):
+        base["speculative"] = True
+    return base | kw
+
+
+def server(**kw: Any) -> dict[str, Any]:
+    """Role settings for the seed case's 8-GPU host."""
+    return {
+        "python": PY,
+        "model_path": "/models/Kimi-K2.5-int4",
+        "draft_model_path": "/models/Kimi-K2.5-eagle3",
+        "tp_size": 8,
+        "host": "127.0.0.1",
+        "port": 30000,
+        "enable_metrics": False,
+        "extra_args": [],
+    } | kw
+
+
+HEAD = [
+    PY,
+    "-m",
+    "sglang.launch_server",
+    "--model-path",
+    "/models/Kimi-K2.5-int4",
+    "--tp-size",
+    "8",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    "30000",
+]
+DRAFT = ["--speculative-draft-model-path", "/models/Kimi-K2.5-eagle3"]
+
+
+def render(config: dict[str, Any], srv: dict[str, Any]) -> list[str]:
+    """sglang_argv, plus the check that SGLang 0.5.23 would parse the result."""
+    argv = sg.sglang_argv(config, srv)
+    assert_sglang_accepts(argv)
+    return argv
+
+
+def test_baseline_ignores_the_draft_model() -> None:
+    assert render(cfg(), server()) == HEAD
+
+
+def test_eagle3_two_steps_chain() -> None:
+    argv = render(cfg(id="s2", algorithm="EAGLE3", steps=2, topk=1), server())
+    assert argv == [
+        *HEAD,
+        "--speculative-algorithm",
+        "EAGLE3",
+        *DRAFT,
+        "--speculative-num-steps",
+        "2",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "3",
+    ]
+
+
+def test_steps_alone_default_to_topk_1_and_steps_plus_1() -> None:
+    only_steps = render(cfg(id="s2", algorithm="EAGLE3", steps=2), server())
+    assert only_steps == render(cfg(id="s2", algorithm="EAGLE3", steps=2, topk=1, draft_tokens=3), server())
+
+
+def test_eagle3_tree() -> None:
+    config = cfg(id="s5-k4-d8", algorithm="EAGLE3", steps=5, topk=4, draft_tokens=8)
+    assert render(config, server()) == [
+        *HEAD,
+        "--speculative-algorithm",
+        "EAGLE3",
+        *DRAFT,
+        "--speculative-num-steps",
+        "5",
+        "--speculative-eagle-topk",
+        "4",
+        "--speculative-num-draft-tokens",
+        "8",
+    ]
+
+
+def test_ngram_has_no_topk_and_no_draft_model() -> None:
+    argv = render(cfg(id="s4", algorithm="NGRAM", steps=4), server(draft_model_path=None))
+    assert argv == [
+        *HEAD,
+        "--speculative-algorithm",
+        "NGRAM",
+        "--speculative-num-steps",
+        "4",
+        "--speculative-num-draft-tokens",
+        "5",
+    ]
+
+
+def test_standalone() -> None:
+    srv = server(draft_model_path="/models/small-llm")
+    assert render(cfg(id="s3", algorithm="STANDALONE", steps=3), srv) == [
+        *HEAD,
+        "--speculative-algorithm",
+        "STANDALONE",
+        "--speculative-draft-model-path",
+        "/models/small-llm",
+        "--speculative-num-steps",
+        "3",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "4",
+    ]
+
+
+def test_nextn_without_draft_model_uses_the_targets_mtp_layers() -> None:
+    srv = server(model_path="/models/DeepSeek-V3", draft_model_path=None)
+    argv = render(cfg(id="s1", algorithm="nextn", steps=1), srv)
+    assert argv == [
+        *HEAD[:4],
+        "/models/DeepSeek-V3",
+        *HEAD[5:],
+        "--speculative-algorithm",
+        "NEXTN",
+        "--speculative-num-steps",
+        "1",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "2",
+    ]
+
+
+def test_optional_settings_multi_node_api_key_and_extra_args() -> None:
+    srv = server(
+        host="0.0.0.0",  # multi-node ranks must reach each other
+        mem_fraction_static=0.85,
+        attention_backend="fa3",
+        cuda_graph_max_bs_decode="16",  # inventory strings are accepted
+        enable_metrics=True,
+        api_key="s3cret value",
+        nnodes=2,
+        node_rank=1,
+        dist_init_addr="203.0.113.10:25000",
+        extra_args=["--max-running-requests", "8", "--trust-remote-code"],
+    )
+    argv = render(cfg(id="s2", algorithm="EAGLE3", steps=2), srv)
+    assert argv == [
+        *HEAD[:8],
+        "0.0.0.0",
+        *HEAD[9:],
+        "--speculative-algorithm",
+        "EAGLE3",
+        *DRAFT,
+        "--speculative-num-steps",
+        "2",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "3",
+        "--mem-fraction-static",
+        "0.85",
+        "--attention-backend",
+        "fa3",
+        "--cuda-graph-max-bs-decode",
+        "16",
+        "--enable-metrics",
+        "--api-key",
+        "s3cret value",  # one argv item, spaces and all: never shell-joined
+        "--nnodes",
+        "2",
+        "--node-rank",
+        "1",
+        "--dist-init-addr",
+        "203.0.113.10:25000",
+        "--max-running-requests",
+        "8",
+        "--trust-remote-code",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("config", "srv", "var"),
+    [
+        (cfg(algorithm="EAGLE3", topk=2, draft_tokens=3), server(), "steps"),
+        (cfg(algorithm="EAGLE3"), server(), "steps"),
+        (
+            cfg(algorithm="EAGLE3", steps=2, topk=2, draft_tokens=6),
+            server(),
+            "draft_tokens",
+        ),
+        (
+            cfg(algorithm="EAGLE3", steps=2, topk=1, draft_tokens=4),
+            server(),
+            "draft_tokens",
+        ),
+        (cfg(algorithm="EAGLE3", steps=2, draft_tokens=2), server(), "draft_tokens"),
+        (cfg(algorithm="EAGLE3", steps=2, topk=2), server(), "draft_tokens"),
+        (cfg(algorithm="EAGLE3", steps=0), server(), "steps"),
+        (cfg(algorithm="EAGLE3", steps=True), server(), "steps"),
+        (cfg(algorithm="EAGLE3", steps="3"), server(), "steps"),
+        (cfg(algorithm="MEDUSA", steps=2), server(), "algorithm"),
+        (cfg(algorithm="DFLASH", steps=1), server(), "algorithm"),
+        (cfg(speculative=True, steps=2), server(), "algorithm"),
+        (cfg(steps=2), server(), "steps"),
+        (cfg(algorithm="EAGLE3", speculative=False, steps=2), server(), "algorithm"),
+        (cfg(speculative="yes"), server(), "speculative"),
+        (
+            cfg(algorithm="EAGLE", steps=2),
+            server(draft_model_path=None),
+            "draft_model_path",
+        ),
+        (
+            cfg(algorithm="EAGLE3", steps=2),
+            server(draft_model_path=""),
+            "draft_model_path",
+        ),
+        (
+            cfg(algorithm="STANDALONE", steps=2),
+            server(draft_model_path=None),
+            "draft_model_path",
+        ),
+        (cfg(algorithm="NGRAM", steps=2), server(), "draft_model_path"),
+        (
+            cfg(algorithm="NGRAM", steps=2, topk=4, draft_tokens=6),
+            server(draft_model_path=None),
+            "topk",
+        ),
+        (cfg(), server(model_path=None), "model_path"),
+        (cfg(), server(model_path="--trust-remote-code"), "model_path"),
+        (cfg(), server(python=None), "python"),
+        (cfg(), server(tp_size=0), "tp_size"),
+        (cfg(), server(tp_size="eight"), "tp_size"),
+        (cfg(), server(port=70000), "port"),
+        (cfg(), server(mem_fraction_static=1.5), "mem_fraction_static"),
+        (cfg(), server(enable_metrics="false"), "enable_metrics"),
+        (cfg(), server(nnodes=2, dist_init_addr="203.0.113.10:25000"), "node_rank"),
+        (cfg(), server(nnodes=2, node_rank=0), "dist_init_addr"),
+        (cfg(), server(nnodes=2, node_rank=2, dist_init_addr="h:1"), "node_rank"),
+        (cfg(), server(node_rank=1), "nnodes"),
+        (cfg(), server(extra_args="--foo bar"), "extra_args"),
+    ],
+)
+def test_invalid_combos_name_the_variable(config: dict[str, Any], srv: dict[str, Any], var: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{var}: "):
+        sg.sglang_argv(config, srv)
+
+
+def test_validate_spec_lists_every_problem() -> None:
+    messages = sg.validate_spec(cfg(algorithm="EAGLE3", steps=0, topk=-1))
+    assert [m.split(":")[0] for m in messages] == ["steps", "topk"]
+    assert sg.validate_spec(cfg(algorithm="EAGLE3", steps=5, topk=4, draft_tokens=21)) == []
+    assert sg.validate_spec(cfg()) == []
+
+
+def test_sweepable_algorithms_are_sglang_algorithms() -> None:
+    assert set(sg.SWEEPABLE_ALGORITHMS) <= sg.SGLANG_ALGORITHMS
+    assert "NONE" not in sg.SGLANG_ALGORITHMS  # an enum member, but it means "off"
+
+
+def test_abbreviations_are_not_flags() -> None:
+    """argparse accepts unique prefixes (--tp) and exits 2 on ambiguous ones
+    (--cuda-graph-max-bs); exact spellings in the fixture keep both out of our argv."""
+    flags = load_flags()
+    assert "--tp" not in flags
+    assert "--cuda-graph-max-bs" not in flags
+    assert len([f for f in flags if f.startswith("--cuda-graph-max-bs")]) > 1
+
+
+@pytest.mark.skipif(not os.environ.get("SPECSWEEP_SGLANG_SRC"), reason="SPECSWEEP_SGLANG_SRC not set")
+def test_algorithm_names_match_sglang_source() -> None:
+    """SGLANG_ALGORITHMS is what SpeculativeAlgorithm.from_string accepts: the enum
+    members but NONE, plus the reserved aliases (NEXTN)."""
+    speculative = Path(os.environ["SPECSWEEP_SGLANG_SRC"]) / "srt" / "speculative"
+    names: set[str] = set()
+    for node in ast.parse((speculative / "spec_info.py").read_text()).body:
+        if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":
+            names |= {
+                t.id
+                for stmt in node.body
+                if isinstance(stmt, ast.Assign)
+                for t in stmt.targets
+                if isinstance(t, ast.Name)
+            }
+    for node in ast.parse((speculative / "spec_registry.py").read_text()).body:
+        if isinstance(node, ast.Assign) and _name(node.targets[0]) == "_RESERVED_ALIASES":
+            assert isinstance(node.value, ast.Call)
+            names |= ast.literal_eval(node.value.args[0])
+    assert names - {"NONE"} == sg.SGLANG_ALGORITHMS
+
+
+# --------------------------------------------------------------------------------------
+# env
+# --------------------------------------------------------------------------------------
+
+
+def test_env_merges_profile_over_base_and_stringifies() -> None:
+    base = {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "SGLANG_RECORD_STEP_TIME": True}
+    profile = {
+        "NCCL_ALGO": None,
+        "NCCL_P2P_LEVEL": "SYS",
+        "SGLANG_HEALTH_CHECK_TIMEOUT": 60,
+    }
+    assert sg.sglang_env(base, profile) == {
+        "NCCL_PROTO": "LL",
+        "SGLANG_RECORD_STEP_TIME": "1",
+        "NCCL_P2P_LEVEL": "SYS",
+        "SGLANG_HEALTH_CHECK_TIMEOUT": "60",
+    }
+    assert sg.sglang_env({}, None) == {}
+    assert sg.sglang_env(None, {"A": 1.5}) == {"A": "1.5"}
+
+
+@pytest.mark.parametrize(
+    ("base", "profile", "key"),
+    [
+        ({"1BAD": "x"}, None, "'1BAD'"),
+        ({"NCCL-ALGO": "x"}, None, "'NCCL-ALGO'"),
+        ({"OK": "x"}, {"TRAIL\n": "x"}, "'TRAIL\\\\n'"),
+        ({"NCCL_ALGO": "Ring\nEVIL=1"}, None, "NCCL_ALGO"),
+        ({"NCCL_ALGO": "Ri\0ng"}, None, "NCCL_ALGO"),
+        ({"NCCL_ALGO": None}, None, "NCCL_ALGO"),
+        ({"NCCL_ALGO": ["Ring"]}, None, "NCCL_ALGO"),
+        ("NCCL_ALGO=Ring", None, "base_env"),
+    ],
+)
+def test_env_rejects_bad_keys_and_values(base: Any, profile: Any, key: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{key}: ") as info:
+        sg.sglang_env(base, profile)
+    assert "\n" not in str(info.value)
+
+
+def test_filter_module_exposes_both_filters() -> None:
+    filters = sg.FilterModule().filters()
+    assert filters == {"sglang_argv": sg.sglang_argv, "sglang_env": sg.sglang_env}
+
+
+if __name__ == "__main__":
+    # Regenerate the fixture: python tests/unit/test_sglang_argv.py /path/to/unpacked/sglang
+    flags = sglang_flags_from_source(Path(sys.argv[1]))
+    print("# Options of `python -m sglang.launch_server` in sglang 0.5.23 and their kind")
+    print("# (switch: takes no value). Generated from the wheel's source by")
+    print("# tests/unit/test_sglang_argv.py; do not edit by hand. It matched, flag for flag")
+    print("# and kind for kind, the parser ServerArgs.add_cli_args builds at run time.")
+    for flag, kind in flags.items():
+        print(f"{flag} {kind}")
