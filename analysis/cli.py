@@ -13,9 +13,7 @@ SUBCOMMANDS = ("report", "record")
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis", description="Analyse specsweep result facts."
-    )
+    parser = argparse.ArgumentParser(prog="python -m analysis", description="Analyse specsweep result facts.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"analysis.{name}").add_parser(subparsers)

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from analysis.schema import (
+    REDACTED,
     SCHEMA_VERSION,
-    BenchmarkSettings,
     Fact,
     Failure,
-    Run,
     from_dict,
     redact_argv,
     redact_env,
@@ -46,7 +45,8 @@ def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
     result = raw.get("result") or {}
     phase = next((p for prefix, p in PHASES.items() if prefix in task), "sweep")
     cause = result.get("cause") or (bench or {}).get("error_cause") or f"{phase}_failed"
-    message = str(result.get("msg") or (bench or {}).get("error") or "failed")
+    # The client's own error says more than the command module's "non-zero return code".
+    message = str((bench or {}).get("error") or result.get("msg") or "failed")
     tail = result.get("log_tail") or raw.get("log_tail") or []
     return Failure(phase=phase, cause=str(cause), message=message.strip(), log_tail=[str(x) for x in tail])
 
@@ -72,7 +72,8 @@ def build_fact(payload: dict[str, Any]) -> Fact:
     launch["argv"] = redact_argv([str(a) for a in launch["argv"]])
     launch["env"] = redact_env({str(k): str(v) for k, v in launch["env"].items()})
     engine = dict(payload["engine"])
-    engine["version"] = (bench or {}).get("engine_version")
+    # The server's own report (SGLang /server_info) beats what the role knows from its pins.
+    engine["version"] = (bench or {}).get("engine_version") or engine.get("version")
     doc = {
         "schema_version": SCHEMA_VERSION,
         "sweep_id": payload["sweep_id"],
@@ -102,6 +103,10 @@ def build_plan(payload: dict[str, Any]) -> dict[str, Any]:
         ]
         hosts[host] = {**plan, "entries": entries, "warnings": plan.get("problems", [])}
         hosts[host].pop("problems", None)
+        if "server" in plan:
+            hosts[host]["server"] = {
+                k: (REDACTED if k == "api_key" and v else v) for k, v in plan["server"].items()
+            }
     return {"schema_version": SCHEMA_VERSION, "sweep_id": payload["sweep_id"], "configs": payload["configs"],
             "grid_warnings": payload.get("warnings", []), "hosts": hosts}  # fmt: skip
 

@@ -86,7 +86,7 @@ def render_markdown(table: pd.DataFrame) -> str:
     """GitHub-flavoured markdown tables, one per group."""
     blocks = []
     for title, part in _groups(table):
-        header = ["best" if not h else h for h, _, _ in COLUMNS]
+        header = [h or "best" for h, _, _ in COLUMNS]
         align = ["---:" if right else "---" for _, right, _ in COLUMNS]
         rows = [header, align, *_cells(part)]
         lines = ["| " + " | ".join(_md_escape(c) for c in r) + " |" for r in rows]

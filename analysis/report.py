@@ -22,12 +22,8 @@ def add_parser(subparsers: Any) -> None:
         help="compare configs against the baseline",
         description="Print decode tok/s, speedup vs baseline and acceptance per config.",
     )
-    parser.add_argument(
-        "sweeps", nargs="+", type=Path, metavar="DIR", help="results/<sweep_id>"
-    )
-    parser.add_argument(
-        "--format", choices=FORMATS, default="text", help="default: text"
-    )
+    parser.add_argument("sweeps", nargs="+", type=Path, metavar="DIR", help="results/<sweep_id>")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="default: text")
     parser.set_defaults(func=run)
 
 

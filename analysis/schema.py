@@ -262,9 +262,7 @@ def migrate(data: dict[str, Any]) -> dict[str, Any]:
     version = data.get("schema_version")
     if version == SCHEMA_VERSION:
         return data
-    raise SchemaError(
-        f"schema_version {version!r} is not supported (this analysis reads {SCHEMA_VERSION})"
-    )
+    raise SchemaError(f"schema_version {version!r} is not supported (this analysis reads {SCHEMA_VERSION})")
 
 
 def load_fact(data: Any) -> Fact:

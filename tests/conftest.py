@@ -8,6 +8,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from nspawnhost import APT_PACKAGES as NSPAWN_APT_PACKAGES
+from nspawnhost import Bind, MakeSystemdHost, NspawnHost
+from nspawnhost import missing_prerequisites as nspawn_missing_prerequisites
 from testhosts import APT_PACKAGES, MakeHosts, NetnsHosts, missing_prerequisites
 
 # The hosts of the `ssh_hosts` fixture; add names here for more hosts (no underscores).
@@ -66,3 +69,41 @@ def ansible_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def ansible_bin() -> Path:
     """Directory holding the venv's ansible executables (next to the running Python)."""
     return Path(sys.executable).parent
+
+
+# The host of the `systemd_host` fixture (alphanumeric, like SSH_HOST_NAMES).
+SYSTEMD_HOST_NAME = "systemd1"
+
+
+@pytest.fixture(scope="session")
+def make_systemd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeSystemdHost]:
+    """Factory: make_systemd_host(name, netns_hosts=, binds=) boots a systemd host; all go at session end."""
+    problems = nspawn_missing_prerequisites()
+    if problems:  # fail, never skip: CI must provide these
+        pytest.fail(
+            "systemd test hosts need: " + "; ".join(problems)
+            + f" (run as root; apt-get install -y {' '.join(NSPAWN_APT_PACKAGES)})",
+            pytrace=False,
+        )  # fmt: skip
+    started: list[NspawnHost] = []
+
+    def make(name: str, *, netns_hosts: NetnsHosts | None = None, binds: Sequence[Bind] = ()) -> NspawnHost:
+        host = NspawnHost(tmp_path_factory.mktemp("nspawn"), name, netns_hosts=netns_hosts, binds=binds)
+        started.append(host)
+        return host.start()  # the first start of a machine builds the rootfs (~2 min)
+
+    yield make
+    errors = []
+    for host in reversed(started):
+        try:
+            host.teardown()
+        except RuntimeError as exc:
+            errors.append(str(exc))
+    if errors:
+        pytest.fail("\n".join(errors), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def systemd_host(make_systemd_host: MakeSystemdHost) -> NspawnHost:
+    """A booted systemd host on its own bridge, shared by the session; .write_inventory() as NetnsHosts'."""
+    return make_systemd_host(SYSTEMD_HOST_NAME)

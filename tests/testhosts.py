@@ -227,6 +227,15 @@ class NetnsHosts:
         ns = ["nsenter", "-t", str(self._init_pid(name)), "-u", "-m", "-n", "-p"]
         return subprocess.run([*ns, *argv], capture_output=True, text=True, check=False)
 
+    def spawn_in_host(self, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        """Start argv in the background in the host's network; Popen.pid is argv's own process."""
+        return subprocess.Popen(["ip", "netns", "exec", self._netns[name], *argv], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+
+    def opt_dir(self, name: str) -> Path:
+        """The controller-side folder that is the host's /opt."""
+        return self.workdir / name / "opt"
+
     def stop_host(self, name: str, timeout: float = 10.0) -> None:
         """Kill the host and every process in it; its netns and address stay."""
         proc = self._procs.get(name)

@@ -27,7 +27,7 @@ class CallbackModule(DefaultCallback):
     CALLBACK_TYPE = "stdout"
     CALLBACK_NAME = "specsweep"
 
-    def v2_runner_retry(self, result) -> None:  # noqa: ANN001 - Ansible's own type
+    def v2_runner_retry(self, result) -> None:
         data = result.result
         if "elapsed_s" not in data or data.get("ready"):
             super().v2_runner_retry(result)

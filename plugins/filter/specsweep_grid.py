@@ -15,7 +15,8 @@ ALGORITHMS: dict[str, tuple[str, ...]] = {
     "sglang": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
     "llama_cpp": ("ngram-mod",),
 }
-ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# \Z, not $: "$" also matches before a trailing newline, which would pass "id\n".
+ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 INT_RE = re.compile(r"^[+-]?\d+$")
 RANGE_RE = re.compile(r"^(\d+)\.\.(\d+)$")
 
@@ -40,9 +41,7 @@ def parse_int_list(name: str, value: Any, minimum: int = 1) -> list[int]:
         if span:
             lo, hi = int(span[1]), int(span[2])
             if lo > hi:
-                raise RequestError(
-                    f"{name}: range {value!r} is empty (write low..high)"
-                )
+                raise RequestError(f"{name}: range {value!r} is empty (write low..high)")
             items = list(range(lo, hi + 1))
         else:
             items = [t.strip() for t in text.split(",")]
@@ -53,9 +52,7 @@ def parse_int_list(name: str, value: Any, minimum: int = 1) -> list[int]:
         if isinstance(item, bool) or not (
             isinstance(item, int) or (isinstance(item, str) and INT_RE.match(item))
         ):
-            raise RequestError(
-                f"{name}: {item!r} is not a whole number (got {value!r})"
-            )
+            raise RequestError(f"{name}: {item!r} is not a whole number (got {value!r})")
         number = int(item)
         if number < minimum:
             raise RequestError(f"{name}: {number} is below the minimum of {minimum}")
@@ -75,9 +72,7 @@ def parse_bool(name: str, value: Any) -> bool:
     raise RequestError(f"{name}: expected true or false, got {value!r}")
 
 
-def config_id(
-    steps: int | None, topk: int | None, draft: int | None, profile: str
-) -> str:
+def config_id(steps: int | None, topk: int | None, draft: int | None, profile: str) -> str:
     """File-safe name of a grid point, e.g. baseline, s2, s5-k4-d8, s2+nccl_ll_ring."""
     base = "baseline" if steps is None else f"s{steps}"
     if topk is not None:
@@ -92,15 +87,14 @@ def spec_problem(steps: int, topk: int | None, draft: int | None) -> str | None:
     if topk is None:
         return None
     if draft > steps * topk + 1:
-        return f"draft_tokens {draft} > steps*topk+1 = {steps * topk + 1} (the extra tokens can never be drafted)"
+        most = steps * topk + 1
+        return f"draft_tokens {draft} > steps*topk+1 = {most} (the extra tokens can never be drafted)"
     if topk == 1 and draft != steps + 1:
         return f"with topk 1, SGLang forces draft_tokens to steps+1 = {steps + 1}, not {draft}"
     return None
 
 
-def build_configs(
-    request: dict[str, Any], engines: list[str]
-) -> tuple[list[dict], list[str]]:
+def build_configs(request: dict[str, Any], engines: list[str]) -> tuple[list[dict], list[str]]:
     """Grid points for a request, and warnings about grid cells left out."""
     steps = parse_int_list("steps", request.get("steps"))
     topks = parse_int_list("topk", request.get("topk"))
@@ -110,24 +104,19 @@ def build_configs(
     profiles = request.get("env_profiles") or ["default"]
 
     if (topks or drafts) and not steps:
+        name = "topk" if topks else "draft_tokens"
         raise RequestError(
-            "topk/draft_tokens: they need steps (SGLang takes the three together)"
+            f"{name}: given without steps (SGLang takes steps, topk and draft tokens together)"
         )
     if topks and "llama_cpp" in engines:
-        raise RequestError(
-            "topk/draft_tokens: apply to SGLang only, but a targeted host runs llama_cpp"
-        )
+        raise RequestError("topk: applies to SGLang only, but a targeted host runs llama_cpp")
     if algorithm is not None:
         for engine in engines:
             if algorithm not in ALGORITHMS[engine]:
                 allowed = ", ".join(ALGORITHMS[engine])
-                raise RequestError(
-                    f"algorithm: {algorithm!r} is not known to {engine} (one of: {allowed})"
-                )
+                raise RequestError(f"algorithm: {algorithm!r} is not known to {engine} (one of: {allowed})")
     if drafts and not topks:
-        raise RequestError(
-            "draft_tokens: needs topk (SGLang takes steps, topk and draft tokens together)"
-        )
+        raise RequestError("draft_tokens: needs topk (SGLang takes steps, topk and draft tokens together)")
 
     configs: list[dict] = []
     warnings: list[str] = []
@@ -137,17 +126,13 @@ def build_configs(
         for s, k, d in itertools.product(steps, topks or [None], drafts or [None]):
             if k is not None and d is None:
                 if k != 1:
-                    raise RequestError(
-                        f"draft_tokens: required when topk is {k} (steps {s})"
-                    )
+                    raise RequestError(f"draft_tokens: required when topk is {k} (steps {s})")
                 d = s + 1  # what SGLang forces for topk 1
             problem = spec_problem(s, k, d)
             if problem and len(steps) * len(topks or [0]) * len(drafts or [0]) == 1:
                 raise RequestError(f"draft_tokens: {problem}")
             if problem:
-                warnings.append(
-                    f"skipped steps={s} topk={k} draft_tokens={d}: {problem}"
-                )
+                warnings.append(f"skipped steps={s} topk={k} draft_tokens={d}: {problem}")
                 continue
             configs.append(_config(s, k, d, algorithm, profile))
     if not configs:
@@ -174,6 +159,22 @@ def _config(
     }
 
 
+def _one_int(name: str, value: Any, minimum: int = 1) -> int:
+    """Exactly one whole number (a list or range is an error, not silently its smallest item)."""
+    numbers = parse_int_list(name, value, minimum)
+    if len(numbers) != 1:
+        raise RequestError(f"{name}: expected one whole number >= {minimum}, got {value!r}")
+    return numbers[0]
+
+
+def _some_ints(name: str, value: Any) -> list[int]:
+    """One or more whole numbers >= 1."""
+    numbers = parse_int_list(name, value)
+    if not numbers:
+        raise RequestError(f"{name}: expected one or more whole numbers, got {value!r}")
+    return numbers
+
+
 def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
     """{configs, warnings, errors, settings}: the whole request checked at once."""
     errors: list[str] = []
@@ -181,30 +182,24 @@ def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
     configs: list[dict] = []
     warnings: list[str] = []
     checks = {
-        "repeats": lambda v: parse_int_list("repeats", v)[0],
-        "warmup": lambda v: parse_int_list("warmup", v, minimum=0)[0],
-        "max_tokens": lambda v: parse_int_list("max_tokens", v)[0],
-        "concurrency": lambda v: parse_int_list("concurrency", v),
+        "repeats": lambda v: _one_int("repeats", v),
+        "warmup": lambda v: _one_int("warmup", v, minimum=0),
+        "max_tokens": lambda v: _one_int("max_tokens", v),
+        "concurrency": lambda v: _some_ints("concurrency", v),
         "plan_only": lambda v: parse_bool("plan_only", v),
     }
     for name, check in checks.items():
         try:
             settings[name] = check(request.get(name))
-        except (RequestError, IndexError):
-            errors.append(
-                f"{name}: expected a whole number or list of them, got {request.get(name)!r}"
-            )
+        except RequestError as exc:
+            errors.append(str(exc))
     sweep_id = str(request.get("sweep_id") or "")
     if sweep_id and not ID_RE.match(sweep_id):
-        errors.append(
-            f"sweep_id: {sweep_id!r} may use letters, digits, '.', '_' and '-' only"
-        )
+        errors.append(f"sweep_id: {sweep_id!r} may use letters, digits, '.', '_' and '-' only")
     settings["sweep_id"] = sweep_id
     unknown = sorted(set(engines) - set(ALGORITHMS))
     if unknown:
-        errors.append(
-            f"specsweep_engine: {', '.join(unknown)} is not one of: {', '.join(ALGORITHMS)}"
-        )
+        errors.append(f"specsweep_engine: {', '.join(unknown)} is not one of: {', '.join(ALGORITHMS)}")
     else:
         try:
             configs, warnings = build_configs(request, engines)

@@ -23,9 +23,7 @@ def llama_cpp_argv(config: dict[str, Any], server: dict[str, Any]) -> list[str]:
     if config.get("speculative"):
         algorithm = config.get("algorithm") or "ngram-mod"
         if algorithm != "ngram-mod":
-            raise ValueError(
-                f"algorithm: llama_cpp supports ngram-mod only, got {algorithm!r}"
-            )
+            raise ValueError(f"algorithm: llama_cpp supports ngram-mod only, got {algorithm!r}")
         if config.get("topk") is not None:
             raise ValueError("topk: llama_cpp n-gram speculation has no topk")
         argv += [

@@ -26,6 +26,7 @@ def parse_gpu_query(text: str) -> list[dict]:
 
 def parse_smi_header(text: str) -> dict:
     """Driver and CUDA versions from plain `nvidia-smi` output's banner."""
-    driver = re.search(r"Driver Version:\s*([\w.]+)", text)
-    cuda = re.search(r"CUDA Version:\s*([\w.]+)", text)
+    # A version starts with a digit and stays on its line: "N/A" or an empty field gives None.
+    driver = re.search(r"Driver Version:[ \t]*(\d[\w.]*)", text)
+    cuda = re.search(r"CUDA Version:[ \t]*(\d[\w.]*)", text)
     return {"gpu_driver": driver and driver[1], "cuda_version": cuda and cuda[1]}

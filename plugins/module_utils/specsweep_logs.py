@@ -14,20 +14,23 @@ FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for cause, pattern in (
         (
             "port_bind",
-            r"couldn't bind HTTP server socket|address already in use|Errno 98",
+            r"couldn't bind HTTP server socket|address already in use|Errno 98"
+            r"|Port is already in use|at \d+ is not available in \d+ seconds",
         ),
         (
             "out_of_memory",
-            r"Not enough memory|CUDA out of memory|OutOfMemoryError|failed to allocate",
+            r"Not enough memory|out of memory|OutOfMemoryError|failed to allocate",
         ),
-        ("cuda_graph_capture", r"Capture cuda graph failed|CUDA graph capture failed"),
+        ("cuda_graph_capture", r"Capture [\w -]*cuda graph failed|CUDA graph capture failed"),
         (
             "nccl",
-            r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout|Watchdog caught collective operation timeout",
+            r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout"
+            r"|Watchdog caught collective operation timeout",
         ),
         (
             "model_not_found",
-            r"failed to load model|No such file or directory|is not a valid model|not a local folder|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
+            r"failed to load model|No such file or directory|is not a valid model|not a local folder"
+            r"|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
         ),
         ("bad_argument", r"error: (unrecognized|argument|ambiguous)|invalid choice"),
         ("python_exception", r"^\w+(\.\w+)*(Error|Exception): "),
@@ -42,9 +45,9 @@ PHASE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("weights loaded", r"Load weight end"),
         (
             "capturing CUDA graphs",
-            r"Capture (target |draft )?(decode |verify )?cuda graph begin",
+            r"Capture [\w -]*graph begin",
         ),
-        ("warming up", r"warming up|Warmup"),
+        ("warming up", r"warming up|\bwarmup\b"),
         ("listening", r"server is listening|listening on|Uvicorn running on"),
         ("ready", r"fired up and ready to roll|all slots are idle"),
     )

@@ -40,11 +40,7 @@ def read_pidfile(path: str) -> dict | None:
             record = json.load(f)
     except (OSError, ValueError):
         return None
-    return (
-        record
-        if isinstance(record, dict) and isinstance(record.get("pid"), int)
-        else None
-    )
+    return record if isinstance(record, dict) and isinstance(record.get("pid"), int) else None
 
 
 def record_alive(record: dict | None) -> bool:

@@ -52,9 +52,7 @@ def smi(*args: str) -> str | None:
     exe = shutil.which("nvidia-smi")
     if not exe:
         return None
-    proc = subprocess.run(
-        [exe, *args], capture_output=True, text=True, timeout=60, check=False
-    )
+    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60, check=False)
     return proc.stdout if proc.returncode == 0 else None
 
 
@@ -72,9 +70,7 @@ def main() -> None:
         "cuda_version": None,
         "gpu_topology": None,
     }
-    query = smi(
-        "--query-gpu=index,name,memory.total,uuid", "--format=csv,noheader,nounits"
-    )
+    query = smi("--query-gpu=index,name,memory.total,uuid", "--format=csv,noheader,nounits")
     if query is not None:
         facts["gpus"] = parse_gpu_query(query)
         facts.update(parse_smi_header(smi() or ""))

@@ -59,12 +59,8 @@ def stop(module: AnsibleModule, record: dict) -> None:
         wait_until(lambda: not record_alive(record), grace)
     if record_alive(record):
         module.fail_json(msg=f"server pid {pid} survived SIGKILL", pid=pid)
-    if not wait_until(
-        lambda: not port_in_use(p["host"], p["port"]), p["stop_timeout_s"]
-    ):
-        module.fail_json(
-            msg=f"port {p['port']} still in use after server pid {pid} exited"
-        )
+    if not wait_until(lambda: not port_in_use(p["host"], p["port"]), p["stop_timeout_s"]):
+        module.fail_json(msg=f"port {p['port']} still in use after server pid {pid} exited")
 
 
 def start(module: AnsibleModule) -> dict:
@@ -74,7 +70,7 @@ def start(module: AnsibleModule) -> dict:
     env.update({str(k): str(v) for k, v in p["env"].items()})
     os.makedirs(os.path.dirname(p["log_path"]) or ".", exist_ok=True)
     with open(p["log_path"], "ab") as log, open(os.devnull, "rb") as devnull:
-        proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+        proc = subprocess.Popen(
             p["argv"],
             stdin=devnull,
             stdout=log,

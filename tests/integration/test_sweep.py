@@ -9,11 +9,17 @@ from pathlib import Path
 from testhosts import NetnsHosts
 
 
-def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(sweep_inventory: Path, run_sweep) -> None:
-    run = run_sweep(sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0")
+def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(
+    sweep_inventory: Path, run_sweep
+) -> None:
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0"
+    )
     assert run.proc.returncode == 0, run.output[-4000:]
     facts = run.facts()
-    assert sorted(facts) == [(h, c) for h in ("sshost1", "sshost2") for c in ("baseline", "s1", "s3")], run.output
+    assert sorted(facts) == [(h, c) for h in ("sshost1", "sshost2") for c in ("baseline", "s1", "s3")], (
+        run.output
+    )
     for (host, config_id), fact in facts.items():
         assert fact.status == "ok", (host, config_id, fact.failure)
         assert fact.host_facts.hostname == host  # measured on that host, not the controller
@@ -48,3 +54,30 @@ def test_plan_only_writes_exact_argv_and_second_run_changes_nothing(
     assert second.proc.returncode == 0, second.output[-4000:]
     for host in ("sshost1", "sshost2"):
         assert re.search(rf"^{host}\s+: ok=\d+\s+changed=0\s", second.output, re.M), second.output[-2000:]
+
+
+def test_plan_for_sglang_hosts_shows_full_argv_env_and_host_problems(
+    sglang_inventory: Path, run_sweep
+) -> None:
+    run = run_sweep(sglang_inventory, "-e", "steps=2,5", "-e", "topk=1", "-e", "plan_only=true")
+    assert run.proc.returncode == 0, run.output[-4000:]
+    plan = json.loads((run.sweep_dir / "plan.json").read_text())
+    host = plan["hosts"]["sshost1"]
+    entries = {e["config"]["id"]: e for e in host["entries"]}
+    assert sorted(entries) == ["baseline", "s2-k1-d3", "s5-k1-d6"]
+    argv = entries["s2-k1-d3"]["argv"]
+    assert argv[1:3] == ["-m", "sglang.launch_server"]
+    flags = {flag: argv[i + 1] for i, flag in enumerate(argv[:-1]) if flag.startswith("--")}
+    assert flags["--speculative-algorithm"] == "EAGLE3"
+    assert flags["--speculative-draft-model-path"] == "/opt/models/Kimi-K2.5-EAGLE3"
+    assert (flags["--speculative-num-steps"], flags["--speculative-eagle-topk"]) == ("2", "1")
+    assert flags["--speculative-num-draft-tokens"] == "3"
+    assert flags["--tp-size"] == "8"
+    assert flags["--api-key"] == "<redacted>"
+    assert "s3cr3t-key" not in (run.sweep_dir / "plan.json").read_text()
+    assert entries["s2-k1-d3"]["env"] == {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"}
+    assert "--speculative-algorithm" not in entries["baseline"]["argv"]
+    warnings = " ".join(host["warnings"])
+    assert "cannot import sglang on sshost1" in warnings
+    assert "model path /opt/models/Kimi-K2.5-int4 does not exist on sshost1" in warnings
+    assert "WARNING: " in run.output  # the printed plan shows them too

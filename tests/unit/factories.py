@@ -25,9 +25,7 @@ def config(steps: int | None = None, env_profile: str = "default") -> Config:
     """A baseline (steps None) or an EAGLE-3 config drafting steps + 1 tokens."""
     suffix = "" if env_profile == "default" else f"+{env_profile}"
     if steps is None:
-        return Config(
-            id=f"baseline{suffix}", speculative=False, env_profile=env_profile
-        )
+        return Config(id=f"baseline{suffix}", speculative=False, env_profile=env_profile)
     return Config(
         id=f"s{steps}{suffix}",
         speculative=True,
@@ -63,9 +61,7 @@ def run(
     ]
     if error:
         requests.append(
-            RequestResult(
-                "p-err", 0, 0.0, 0.0, None, error=error
-            )  # what a dropped stream leaves
+            RequestResult("p-err", 0, 0.0, 0.0, None, error=error)  # what a dropped stream leaves
         )
     spec = SpecStats(accept_length=accept_length)
     return Run(
@@ -90,16 +86,12 @@ def fact(
         sweep_id=sweep_id,
         host=host,
         config=cfg,
-        engine=Engine(
-            name="sglang", model="Kimi-K2.5", launcher="nohup", version="0.5.0"
-        ),
+        engine=Engine(name="sglang", model="Kimi-K2.5", launcher="nohup", version="0.5.0"),
         launch=Launch(argv=["python", "-m", "sglang.launch_server"], env={}),
         host_facts=HostFacts(hostname=host),
         timings=Timings(started_at=1.0, finished_at=2.0),
         status="failed" if failure else "ok",
-        benchmark=BenchmarkSettings(
-            "specsweep-bench/1", "seed", "0" * 64, 128, 1, 3, [1]
-        ),
+        benchmark=BenchmarkSettings("specsweep-bench/1", "seed", "0" * 64, 128, 1, 3, [1]),
         runs=runs,
         failure=failure,
     )

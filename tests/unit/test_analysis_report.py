@@ -88,9 +88,7 @@ def test_failed_config_is_counted_with_cause(tmp_path: Path) -> None:
         "crash_during_load",
     )
     assert math.isnan(s7["decode_tps"]) and not s7["best"]
-    assert s7["concurrency"] == 1, (
-        "a load failure belongs to the levels the sweep measured"
-    )
+    assert s7["concurrency"] == 1, "a load failure belongs to the levels the sweep measured"
 
 
 def test_missing_baseline_gives_nan_speedup_rendered_as_dash(tmp_path: Path) -> None:
@@ -116,9 +114,7 @@ def test_speedup_compares_within_host_and_concurrency(tmp_path: Path) -> None:
 
 def test_unreadable_files_are_reported_by_name_and_skipped(tmp_path: Path) -> None:
     sweep = seed_sweep(tmp_path)
-    (sweep / "gpu-a" / "s9.json").write_text(
-        '{"sweep_id": "sweep-1", "ho', encoding="utf-8"
-    )
+    (sweep / "gpu-a" / "s9.json").write_text('{"sweep_id": "sweep-1", "ho', encoding="utf-8")
     future = to_dict(fact(config(4), [run([90.0])])) | {"schema_version": 99}
     (sweep / "gpu-a" / "s4.json").write_text(json.dumps(future), encoding="utf-8")
     (sweep / "plan.json").write_text("[not a fact]", encoding="utf-8")
@@ -133,22 +129,14 @@ def test_unreadable_files_are_reported_by_name_and_skipped(tmp_path: Path) -> No
 
 def test_requests_keep_their_texts_for_equivalence_checks(tmp_path: Path) -> None:
     result = load_sweeps([seed_sweep(tmp_path)])
-    s2 = result.requests[
-        (result.requests["config_id"] == "s2") & (result.requests["repeat"] == 0)
-    ]
+    s2 = result.requests[(result.requests["config_id"] == "s2") & (result.requests["repeat"] == 0)]
     assert s2["text"].tolist() == ["answer 0", "answer 1", "answer 2"]
 
 
 def test_render_text_shows_rounded_numbers_and_marks_best(tmp_path: Path) -> None:
     text = render(step_table(load_sweeps([seed_sweep(tmp_path)]).runs), "text")
-    lines = {
-        ln.split()[1] if ln.startswith("*") else ln.split()[0]: ln
-        for ln in text.splitlines()
-        if ln
-    }
-    assert (
-        lines["s2"].startswith("*") and "94.0" in lines["s2"] and "+5.9%" in lines["s2"]
-    )
+    lines = {ln.split()[1] if ln.startswith("*") else ln.split()[0]: ln for ln in text.splitlines() if ln}
+    assert lines["s2"].startswith("*") and "94.0" in lines["s2"] and "+5.9%" in lines["s2"]
     assert "2.40" in lines["s2"]
     assert "-4.3%" in lines["s5"]
     assert "1 crash_during_load" in lines["s7"]

@@ -8,38 +8,27 @@ wheel's source text by `sglang_flags_from_source` below (no sglang import):
     cd /tmp/w && python -m zipfile -e sglang-0.5.23-*.whl .
     python tests/unit/test_sglang_argv.py /tmp/w/sglang > tests/unit/fixtures/sglang_0.5.23_flags.txt
 
-Set SPECSWEEP_SGLANG_SRC=/tmp/w/sglang to also check the fixture against that source.
+The `sglang_src` fixture downloads that wheel (once, into .cache/) so the fixture and the
+algorithm names are checked against the real source on every run.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib.util
-import os
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from plugin_loader import load_plugin
 
-REPO = Path(__file__).resolve().parents[2]
 FLAGS_FIXTURE = Path(__file__).parent / "fixtures" / "sglang_0.5.23_flags.txt"
 PY = "/opt/sglang/bin/python"
 
 
-def _load_filter() -> ModuleType:
-    """Import plugins/filter/sglang.py by path (no package, no Ansible)."""
-    spec = importlib.util.spec_from_file_location(
-        "specsweep_filter_sglang", REPO / "plugins" / "filter" / "sglang.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sg = _load_filter()
+sg = load_plugin("plugins/filter/sglang.py")
 
 
 # --------------------------------------------------------------------------------------
@@ -212,9 +201,24 @@ def load_flags(path: Path = FLAGS_FIXTURE) -> dict[str, str]:
     return flags
 
 
-@pytest.mark.skipif(not os.environ.get("SPECSWEEP_SGLANG_SRC"), reason="SPECSWEEP_SGLANG_SRC not set")
-def test_fixture_matches_sglang_source() -> None:
-    assert load_flags() == sglang_flags_from_source(Path(os.environ["SPECSWEEP_SGLANG_SRC"]))
+@pytest.fixture(scope="session")
+def sglang_src() -> Path:
+    """The sglang 0.5.23 package source, unpacked from its PyPI wheel (no install, no import)."""
+    cache = Path(__file__).resolve().parents[2] / ".cache" / "sglang-0.5.23"
+    if not (cache / "sglang" / "srt" / "server_args.py").exists():
+        wheels = cache / "wheel"
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             "--dest", str(wheels), "sglang==0.5.23"],
+            check=True,
+        )  # fmt: skip
+        with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
+            whl.extractall(cache, [n for n in whl.namelist() if n.startswith("sglang/srt/")])
+    return cache / "sglang"
+
+
+def test_fixture_matches_sglang_source(sglang_src: Path) -> None:
+    assert load_flags() == sglang_flags_from_source(sglang_src)
 
 
 def assert_sglang_accepts(argv: list[str]) -> None:
@@ -353,6 +357,18 @@ def test_ngram_has_no_topk_and_no_draft_model() -> None:
     ]
 
 
+def test_ngram_leaves_out_a_group_draft_model() -> None:
+    """One host can sweep NGRAM beside EAGLE3: the group's draft model is not passed to NGRAM."""
+    with_draft = render(cfg(id="s4", algorithm="NGRAM", steps=4), server())
+    assert with_draft == render(cfg(id="s4", algorithm="NGRAM", steps=4), server(draft_model_path=None))
+
+
+def test_config_without_algorithm_takes_the_hosts_default() -> None:
+    srv = server(speculative_algorithm="NEXTN", draft_model_path=None)
+    argv = render(cfg(id="s2", speculative=True, algorithm=None, steps=2), srv)
+    assert argv[argv.index("--speculative-algorithm") + 1] == "NEXTN"
+
+
 def test_standalone() -> None:
     srv = server(draft_model_path="/models/small-llm")
     assert render(cfg(id="s3", algorithm="STANDALONE", steps=3), srv) == [
@@ -477,7 +493,6 @@ def test_optional_settings_multi_node_api_key_and_extra_args() -> None:
             server(draft_model_path=None),
             "draft_model_path",
         ),
-        (cfg(algorithm="NGRAM", steps=2), server(), "draft_model_path"),
         (
             cfg(algorithm="NGRAM", steps=2, topk=4, draft_tokens=6),
             server(draft_model_path=None),
@@ -524,11 +539,10 @@ def test_abbreviations_are_not_flags() -> None:
     assert len([f for f in flags if f.startswith("--cuda-graph-max-bs")]) > 1
 
 
-@pytest.mark.skipif(not os.environ.get("SPECSWEEP_SGLANG_SRC"), reason="SPECSWEEP_SGLANG_SRC not set")
-def test_algorithm_names_match_sglang_source() -> None:
+def test_algorithm_names_match_sglang_source(sglang_src: Path) -> None:
     """SGLANG_ALGORITHMS is what SpeculativeAlgorithm.from_string accepts: the enum
     members but NONE, plus the reserved aliases (NEXTN)."""
-    speculative = Path(os.environ["SPECSWEEP_SGLANG_SRC"]) / "srt" / "speculative"
+    speculative = sglang_src / "srt" / "speculative"
     names: set[str] = set()
     for node in ast.parse((speculative / "spec_info.py").read_text()).body:
         if isinstance(node, ast.ClassDef) and node.name == "SpeculativeAlgorithm":

@@ -260,6 +260,8 @@ def server_info(client: Client) -> tuple[str | None, Doc]:
             params = slots[0].get("params") or {}
             info.update({k: v for k, v in params.items() if k.startswith("speculative")})
         version = props.get("build_info")
+        if version and "unknown" in version:
+            version = None  # xllamacpp's build says "b0-unknown": the role's pin is better
     else:
         data = client.get_json("/server_info") or client.get_json("/get_server_info")
         data = data if isinstance(data, dict) else {}

@@ -58,7 +58,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         server = xl.Server(params)
-    except Exception as exc:  # noqa: BLE001 - any load error must reach the log, then exit 1
+    except Exception as exc:
         print(f"specsweep-llama-server: failed to start: {exc}", file=sys.stderr, flush=True)
         return 1
     print(f"specsweep-llama-server: listening on {server.listening_address}", flush=True)

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up a controller: the Python venv (.venv) with the pinned controller packages, and,
+# when run as root on Debian/Ubuntu, the system packages the integration tests use
+# (SSH test hosts in network namespaces, a systemd-nspawn host, systemd's unit checker).
+# Idempotent; the inference engine itself is installed by the llama_server role on each host.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(openssh-server iproute2 util-linux systemd systemd-container debootstrap)
+
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+  missing=()
+  for pkg in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  echo "setup: not root (or no apt): skipping ${APT_PACKAGES[*]} (needed by the integration tests only)"
+fi
+
+python=python3.11
+command -v "$python" >/dev/null || python=python3
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+echo "setup: ready ($(.venv/bin/ansible-playbook --version | head -1))"

@@ -1,0 +1,147 @@
+"""Bad input and faults during a sweep, over real SSH against a real llama.cpp server."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from testhosts import NetnsHosts
+
+# Fast settings for fault tests: one short repeat is enough to prove a config works.
+QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
+
+
+def extra_vars(tmp_path: Path, values: dict) -> tuple[str, str]:
+    """Pass structured or awkward values as a JSON file: exactly what a user's -e @file does."""
+    path = tmp_path / "vars.json"
+    path.write_text(json.dumps(values))
+    return ("-e", f"@{path}")
+
+
+@pytest.mark.parametrize(
+    ("args", "variable"),
+    [
+        (("-e", "steps=abc"), "steps"),
+        (("-e", "steps=0"), "steps"),
+        (("-e", "steps=-1"), "steps"),
+        (("-e", "steps=1.5"), "steps"),
+        (("-e", "steps=1; touch /tmp/specsweep-pwned"), "steps"),
+        (("-e", "steps=", "-e", "topk=2"), "topk"),
+        (("-e", "steps=1", "-e", "algorithm=WARP"), "algorithm"),
+        (("-e", "steps=2", "-e", "topk=2", "-e", "draft_tokens=9"), "draft_tokens"),
+        (("-e", "steps=1", "-e", "repeats=x"), "repeats"),
+        (("-e", "steps=1", "-e", "sweep_id=../x"), "sweep_id"),
+    ],
+)
+def test_bad_input_fails_with_one_line_naming_the_variable_before_any_host_is_touched(
+    sglang_inventory: Path, run_sweep, args: tuple[str, ...], variable: str
+) -> None:
+    run = run_sweep(sglang_inventory, *args)
+    assert run.proc.returncode != 0
+    assert f"Invalid sweep request: {variable}:" in run.output, run.output[-2000:]
+    assert "TASK [Preflight" not in run.output  # no play ever reached a host
+    assert not os.path.exists("/tmp/specsweep-pwned")
+
+
+def test_crash_during_load_is_recorded_and_sweep_continues(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    # A truncated model file: the server starts, then dies while loading it.
+    corrupt = ssh_hosts.opt_dir("sshost1") / "corrupt.gguf"
+    corrupt.write_bytes(b"GGUF" + b"\0" * 64)
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1", "-e", "target=sshost1", *QUICK,
+        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/corrupt.gguf",
+                               "llama_server_assemble_model": False}),
+    )  # fmt: skip
+    assert run.proc.returncode != 0
+    facts = run.facts()
+    assert sorted(facts) == [("sshost1", "baseline"), ("sshost1", "s1")], run.output[-3000:]
+    for fact in facts.values():
+        assert fact.status == "failed"
+        assert (fact.failure.phase, fact.failure.cause) == ("load", "model_not_found"), fact.failure
+        assert any("failed to load model" in line for line in fact.failure.log_tail)
+        # Noticed within seconds of the death, not after the health timeout.
+        assert fact.timings.finished_at - fact.timings.started_at < 20
+    assert "2 config(s) failed" in run.output
+    assert not (ssh_hosts.opt_dir("sshost1") / "specsweep/run/server-8080.pid").exists()
+
+
+def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    # Stands in for a server stuck loading: alive, never listening.
+    stuck = ["/usr/bin/env", "python3", "-c", "import time; time.sleep(600)"]
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK,
+        *extra_vars(tmp_path, {"llama_server_command": stuck, "llama_server_health_timeout_s": 10,
+                               "wait_for_health_progress_interval_s": 1}),
+    )  # fmt: skip
+    assert run.proc.returncode != 0
+    fact = run.facts()[("sshost1", "s1")]
+    assert (fact.status, fact.failure.cause) == ("failed", "timeout"), fact.failure
+    assert "[sshost1] still loading (starting)" in run.output, run.output[-5000:]
+    assert not (ssh_hosts.opt_dir("sshost1") / "specsweep/run/server-8080.pid").exists()
+    ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
+    assert "time.sleep(600)" not in ps, ps
+
+
+def test_foreign_process_on_the_port_is_reported_and_left_alone(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts
+) -> None:
+    foreign = ssh_hosts.spawn_in_host(
+        "sshost2", [sys.executable, "-m", "http.server", "8080", "--bind", "127.0.0.1"]
+    )
+    try:
+        probe = ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8080), 1)"]
+        for _ in range(100):  # bounded: until the foreign server listens
+            if ssh_hosts.run_in_host("sshost2", probe).returncode == 0:
+                break
+        run = run_sweep(
+            sweep_inventory, "-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost2", *QUICK
+        )
+        assert run.proc.returncode != 0
+        fact = run.facts()[("sshost2", "s1")]
+        assert (fact.failure.phase, fact.failure.cause) == ("launch", "port_in_use"), fact.failure
+        assert "already in use by a process this suite did not start" in fact.failure.message
+        assert foreign.poll() is None, "the foreign process must survive"
+        assert ssh_hosts.run_in_host("sshost2", probe).returncode == 0
+    finally:
+        foreign.kill()
+        foreign.wait()
+
+
+def test_model_path_with_shell_metacharacters_is_passed_verbatim(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    opt = ssh_hosts.opt_dir("sshost1")
+    real = opt / "specsweep/models/gemma-3-270m-q4_k_m.gguf"
+    # Any shell on the way would split, unquote or substitute this (a path may not hold "/").
+    odd_dir = "m o'd\"$(echo pwned);`id`*"
+    (opt / odd_dir).mkdir(exist_ok=True)
+    odd = opt / odd_dir / "model.gguf"
+    if not odd.exists():
+        os.link(real, odd)
+    host_path = f"/opt/{odd_dir}/model.gguf"
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK,
+        *extra_vars(tmp_path, {"llama_server_model_path": host_path, "llama_server_assemble_model": False}),
+    )  # fmt: skip
+    assert run.proc.returncode == 0, run.output[-3000:]
+    fact = run.facts()[("sshost1", "s1")]
+    assert fact.status == "ok"
+    assert fact.launch.argv[fact.launch.argv.index("-m") + 1] == host_path
+    shutil.rmtree(opt / odd_dir)
+
+
+def test_check_mode_changes_nothing_and_launches_nothing(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts
+) -> None:
+    run = run_sweep(sweep_inventory, "--check", "-e", "steps=1", "-e", "target=sshost2", *QUICK)
+    assert run.proc.returncode == 0, run.output[-3000:]
+    assert not run.sweep_dir.exists()
+    assert "server-8080" not in ssh_hosts.run_in_host("sshost2", ["ls", "/opt/specsweep/run"]).stdout

@@ -1,0 +1,248 @@
+"""The controller-side fact and plan writer (analysis/record.py) on payloads shaped like the playbook's.
+
+The payload mirrors playbooks/tasks/config.yml "Sweep | Record ... on the controller" (vars
+specsweep_record). fixtures/llama_bench_output_s1.json is a real `benchmark_output`: what
+roles/benchmark/files/specsweep_bench.py printed for config s1 against the bundled llama.cpp server.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analysis import record
+from analysis.schema import REDACTED, Fact, load_fact, to_dict
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BENCH = json.loads((FIXTURES / "llama_bench_output_s1.json").read_text())
+SECRETS = ("s3cr3t-flag", "s3cr3t-eq", "hf_s3cr3t", "sk-s3cr3t")
+
+CONFIG = {"id": "s1", "speculative": True, "algorithm": None, "steps": 1, "topk": None, "draft_tokens": None,
+          "env_profile": "default"}  # fmt: skip
+ARGV = [
+    "/opt/specsweep/llama.cpp-venv/bin/python", "/opt/specsweep/specsweep_llama_server.py",
+    "-m", "/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf", "--host", "127.0.0.1", "--port", "8080",
+    "--metrics", "--spec-type", "ngram-mod", "--spec-ngram-mod-n-max", "1",
+]  # fmt: skip
+HOST_FACTS = {"hostname": "vm", "cpu_model": "AMD EPYC", "cpu_count": 2, "mem_total_mib": 24105,
+              "kernel": "6.18.44-fc-v782", "python": "3.11.7", "gpus": [], "gpu_driver": None,
+              "cuda_version": None, "gpu_topology": None}  # fmt: skip
+WAIT_TASK = "wait_for_health | Wait until the server is healthy and generates"
+BENCH_TASK = "benchmark | Measure 2 repeat(s) at concurrency 1"
+
+
+def payload(**overrides: Any) -> dict[str, Any]:
+    """specsweep_record as the playbook sends it for a config that went all the way."""
+    base = {
+        "sweep_id": "20261130T052259Z",
+        "host": "localhost",
+        "config": CONFIG,
+        "engine": {
+            "name": "llama_cpp",
+            "model": "/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf",
+            "launcher": "nohup",
+        },
+        "launch": {"argv": ARGV, "env": {}, "log_path": "/var/tmp/specsweep/20261130T052259Z/s1.log"},
+        "host_facts": HOST_FACTS,
+        "timings": {
+            "started_at": 1796016243.222869,
+            "ready_at": 1796016251.044848,
+            "finished_at": 1796016282.482288,
+            "load_s": 5.07,
+        },
+        "suite": {"git_rev": "a739d14"},
+        "benchmark_output": copy.deepcopy(BENCH),
+        "failure": None,
+    }
+    return {**base, **overrides}
+
+
+def test_a_config_that_ran_is_ok_with_the_clients_runs() -> None:
+    fact = record.build_fact(payload())
+    assert isinstance(fact, Fact)
+    assert (fact.status, fact.failure) == ("ok", None)
+    assert fact.engine.version == "b0-unknown"
+    assert fact.benchmark is not None and fact.benchmark.concurrency == [1]
+    assert [(r.repeat, len(r.requests)) for r in fact.runs] == [(1, 4), (2, 4)]
+    assert fact.runs[0].spec.drafted == BENCH["runs"][0]["spec"]["drafted"]
+    assert fact.server_info == BENCH["server_info"]
+    assert fact.timings.bench_s == pytest.approx(1796016282.482288 - 1796016251.044848)
+    assert fact.launch.argv == ARGV
+    assert (fact.suite.git_rev, fact.config.id, fact.host) == ("a739d14", "s1", "localhost")
+
+
+def test_a_fact_survives_the_write_and_the_reader(tmp_path: Path) -> None:
+    out = tmp_path / "localhost" / "s1.json"
+    fact = record.build_fact(payload())
+    record.write_json_atomic(out, to_dict(fact))
+    assert load_fact(json.loads(out.read_text())) == fact
+    assert sorted(p.name for p in out.parent.iterdir()) == ["s1.json"], "a temp file was left behind"
+
+
+def test_write_json_atomic_replaces_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    out.write_text("{half a docu")
+    record.write_json_atomic(out, {"b": 1, "a": [1, 2]})
+    assert json.loads(out.read_text()) == {"a": [1, 2], "b": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
+def test_a_server_that_never_became_healthy_is_a_failed_load() -> None:
+    log_tail = ["0.00.014.068 E srv    load_model: failed to load model, '/nonexistent.gguf'"]
+    failure = {
+        "task": WAIT_TASK,
+        # specsweep_wait's fail_json, as ansible_failed_result carries it
+        "result": {"failed": True, "ready": False, "cause": "model_not_found", "log_tail": log_tail,
+                   "msg": f"server exited while loading (model_not_found): {log_tail[0]}", "attempts": 1,
+                   "invocation": {"module_args": {"api_key": "VALUE_SPECIFIED_IN_NO_LOG_PARAMETER"}}},
+        "log_tail": ["the rescue's own tail is not needed when the module sent one"],
+    }  # fmt: skip
+    timings = {"started_at": 1796016243.2, "ready_at": None, "finished_at": 1796016245.0, "load_s": None}
+    fact = record.build_fact(payload(benchmark_output=None, failure=failure, timings=timings))
+    assert fact.status == "failed"
+    assert fact.failure is not None
+    assert (fact.failure.phase, fact.failure.cause) == ("load", "model_not_found")
+    assert fact.failure.message == f"server exited while loading (model_not_found): {log_tail[0]}"
+    assert fact.failure.log_tail == log_tail
+    assert (fact.runs, fact.benchmark, fact.engine.version) == ([], None, None)
+    assert fact.timings.bench_s is None
+
+
+def test_a_benchmark_that_failed_midway_keeps_its_finished_runs() -> None:
+    # The client's failure document (specsweep_bench.main): the message format is the client's own,
+    # and repeat 1 is the real run from the fixture.
+    error = (
+        "every request failed (concurrency 1, repeat 2): "
+        "ConnectionRefusedError: [Errno 111] Connection refused"
+    )
+    stdout = json.dumps({"error": error, "runs": BENCH["runs"][:1]})
+    failure = {
+        "task": BENCH_TASK,
+        "result": {"failed": True, "rc": 1, "msg": "non-zero return code", "stdout": stdout, "stderr": ""},
+        "log_tail": ["0.29.290.203 I slot      release: id  0 | task 128 | stop processing"],
+    }
+    fact = record.build_fact(payload(benchmark_output=None, failure=failure))
+    assert fact.status == "failed"
+    assert fact.failure is not None
+    assert (fact.failure.phase, fact.failure.cause, fact.failure.message) == (
+        "benchmark",
+        "benchmark_failed",
+        error,
+    )
+    assert fact.failure.log_tail == failure["log_tail"]
+    assert [r.repeat for r in fact.runs] == [1]
+    assert fact.runs[0].requests[0].text == BENCH["runs"][0]["requests"][0]["text"]
+    assert fact.benchmark is None
+
+
+def test_a_benchmark_that_printed_no_json_is_failed_without_runs() -> None:
+    failure = {"task": BENCH_TASK, "result": {"failed": True, "rc": 2, "msg": "non-zero return code",
+                                              "stdout": "Traceback (most recent call last):"}}  # fmt: skip
+    fact = record.build_fact(payload(benchmark_output=None, failure=failure))
+    assert fact.failure is not None
+    assert (fact.status, fact.failure.message, fact.runs) == ("failed", "non-zero return code", [])
+
+
+def test_secrets_are_redacted_and_written_nowhere(tmp_path: Path) -> None:
+    launch = {
+        "argv": [*ARGV, "--api-key", "s3cr3t-flag", "--api-key=s3cr3t-eq", "--alias", "m"],
+        "env": {"NCCL_X": "1", "HF_TOKEN": "hf_s3cr3t", "OPENAI_API_KEY": "sk-s3cr3t"},
+        "log_path": None,
+    }
+    fact = record.build_fact(payload(launch=launch))
+    assert fact.launch.argv[len(ARGV) :] == ["--api-key", REDACTED, f"--api-key={REDACTED}", "--alias", "m"]
+    assert fact.launch.env == {"NCCL_X": "1", "HF_TOKEN": REDACTED, "OPENAI_API_KEY": REDACTED}
+    out = tmp_path / "s1.json"
+    record.write_json_atomic(out, to_dict(fact))
+    text = out.read_text()
+    assert [s for s in SECRETS if s in text] == []
+
+
+def test_record_fact_command_writes_the_fact_from_stdin(tmp_path: Path) -> None:
+    out = tmp_path / "localhost" / "s1.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "record-fact", "--out", str(out)],
+        input=json.dumps(payload()), capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"localhost/s1: ok -> {out}\n"
+    assert load_fact(json.loads(out.read_text())).runs[1].repeat == 2
+
+
+def test_a_malformed_payload_fails_loudly() -> None:
+    bad = copy.deepcopy(BENCH)
+    bad["runs"][0]["duration_s"] = "twelve"
+    with pytest.raises(ValueError, match=r"runs\[0\]\.duration_s: expected a number"):
+        record.build_fact(payload(benchmark_output=bad))
+
+
+# --------------------------------------------------------------------------------------
+# plan.json
+# --------------------------------------------------------------------------------------
+
+BASELINE = {**CONFIG, "id": "baseline", "speculative": False, "steps": None}
+
+
+def plan_payload() -> dict[str, Any]:
+    """What playbooks/sweep.yml "Plan | Write plan.json" pipes in: one reached host, one not."""
+    return {
+        "sweep_id": "nightly",
+        "configs": [BASELINE, CONFIG],
+        "warnings": ["skipped steps=1 topk=1 draft_tokens=5: draft_tokens 5 > steps*topk+1 = 2"],
+        "hosts": {
+            "gpu1": {
+                "engine": "llama_cpp",
+                "server": {"port": 8080},
+                "problems": ["only 1 GPU"],
+                "entries": [
+                    {
+                        "config": BASELINE,
+                        "argv": ["srv", "--api-key", "s3cr3t-flag", "-m", "a model"],
+                        "env": {"HF_TOKEN": "hf_s3cr3t", "NCCL_X": "a b"},
+                    },
+                    {
+                        "config": CONFIG,
+                        "argv": ["srv", "--api-key=s3cr3t-eq", "--spec-ngram-mod-n-max", "1"],
+                        "env": {},
+                    },
+                ],
+            },
+            "gpu2": {"problems": ["host not reached"]},
+        },
+    }
+
+
+def test_build_plan_redacts_and_renames_problems_to_warnings(tmp_path: Path) -> None:
+    plan = record.build_plan(plan_payload())
+    assert plan["grid_warnings"] == plan_payload()["warnings"]
+    gpu1 = plan["hosts"]["gpu1"]
+    assert (gpu1["warnings"], "problems" in gpu1, gpu1["server"]) == (["only 1 GPU"], False, {"port": 8080})
+    assert gpu1["entries"][0]["argv"] == ["srv", "--api-key", REDACTED, "-m", "a model"]
+    assert gpu1["entries"][0]["env"] == {"HF_TOKEN": REDACTED, "NCCL_X": "a b"}
+    assert gpu1["entries"][1]["argv"][1] == f"--api-key={REDACTED}"
+    assert plan["hosts"]["gpu2"] == {"entries": [], "warnings": ["host not reached"]}
+    out = tmp_path / "plan.json"
+    record.write_json_atomic(out, plan)
+    assert [s for s in SECRETS if s in out.read_text()] == []
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
+def test_describe_plan_prints_one_runnable_line_per_host_and_config() -> None:
+    text = record.describe_plan(record.build_plan(plan_payload()))
+    assert text.splitlines() == [
+        "sweep nightly: 2 config(s)",
+        "  grid: skipped steps=1 topk=1 draft_tokens=5: draft_tokens 5 > steps*topk+1 = 2",
+        "gpu1 (llama_cpp):",
+        "  WARNING: only 1 GPU",
+        f"  baseline: HF_TOKEN='{REDACTED}' NCCL_X='a b' srv --api-key '{REDACTED}' -m 'a model'",
+        f"  s1: srv '--api-key={REDACTED}' --spec-ngram-mod-n-max 1",
+        "gpu2 (?):",
+        "  WARNING: host not reached",
+    ]
