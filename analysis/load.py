@@ -1,60 +1,70 @@
-"""Read sweep folders of fact files into typed, tidy pandas frames."""
+"""Read sweep folders (fact JSON and SGLang benchmark JSONL) into typed, tidy pandas frames."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from analysis import cache
+from analysis.jsonl import Labels, jsonl_rows
+from analysis.rows import Row, request_rows, run_rows
 from analysis.schema import Fact, load_fact
 
 RUN_COLUMNS = [
-    "path", "sweep_id", "host", "engine", "engine_version", "model", "config_id",
+    "path", "source", "sweep_id", "host", "engine", "engine_version", "model", "config_id",
     "speculative", "algorithm", "steps", "topk", "draft_tokens", "env_profile", "status",
-    "concurrency", "repeat", "duration_s", "n_requests", "n_errors", "run_ok", "failed",
-    "cause", "message", "decode_tps", "ttft_s", "itl_s", "output_tokens",
-    "accept_length", "accept_rate", "drafted", "accepted", "fact_id", "run_index",
+    "started_at", "concurrency", "repeat", "duration_s", "n_requests", "n_errors", "run_ok",
+    "failed", "cause", "message", "decode_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
+    "output_tokens", "accept_length", "accept_rate", "drafted", "accepted", "verify_steps",
+    "step_time_ms", "fact_id", "run_index",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
-    "fact_id", "run_index", "sweep_id", "host", "config_id", "concurrency", "repeat",
-    "prompt_id", "output_tokens", "ttft_s", "e2e_s", "decode_tps", "itl_s", "text", "error",
+    "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
+    "concurrency", "repeat", "prompt_id", "output_tokens", "ttft_s", "e2e_s", "decode_tps",
+    "text", "error",
 ]  # fmt: skip
 INT_COLUMNS = [
     "steps", "topk", "draft_tokens", "concurrency", "repeat", "drafted", "accepted",
-    "n_requests", "n_errors", "output_tokens",
+    "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index",
 ]  # fmt: skip
-# Run columns computed from the request rows or from other columns, not read off a Run.
-DERIVED = {
-    "n_requests", "n_errors", "run_ok", "failed", "decode_tps", "ttft_s", "itl_s",
-    "output_tokens",
-}  # fmt: skip
-KEYS = ["fact_id", "run_index"]
+FLOAT_COLUMNS = [
+    "started_at", "duration_s", "decode_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
+    "accept_length", "accept_rate", "step_time_ms", "e2e_s",
+]  # fmt: skip
+# Few distinct values over many rows: categories keep the frames (and the cache) small.
+CATEGORIES = ["path", "sweep_id", "host", "engine", "model", "config_id", "prompt_id", "source"]
+PARALLEL_MIN = 400  # files to parse before worker processes pay for themselves
+Problems = list[tuple[str, str]]
 
 
 @dataclass
 class LoadResult:
-    """Facts that parsed, their runs and requests as frames, and the files that did not."""
+    """Runs and requests as frames, the files they came from, and those that could not be read."""
 
-    facts: dict[Path, Fact]
+    files: list[Path]
     runs: pd.DataFrame
     requests: pd.DataFrame
     problems: list[tuple[Path, str]] = field(default_factory=list)
 
 
 def fact_paths(root: Path) -> list[Path]:
-    """Fact files of one sweep folder (`<host>/<config_id>.json`); a file names itself."""
+    """Fact and JSONL files of one sweep folder (`<host>/<name>.json[l]`); a file names itself."""
     if root.is_file():
         return [root]
-    # Only host subfolders hold facts; plan.json / sweep.json sit at the sweep root.
-    return sorted(p for p in root.glob("*/*.json") if p.is_file())
+    # Only host subfolders hold results; plan.json / sweep.json sit at the sweep root.
+    return sorted(p for pattern in ("*/*.json", "*/*.jsonl") for p in root.glob(pattern) if p.is_file())
 
 
 def read_fact(path: Path) -> Fact:
     """Parse one fact file; raises ValueError or OSError with a readable reason."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_bytes())
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid JSON: {exc}") from exc
     except UnicodeDecodeError as exc:
@@ -62,130 +72,101 @@ def read_fact(path: Path) -> Fact:
     return load_fact(data)
 
 
-def _run_rows(fact_id: int, path: Path, fact: Fact) -> list[dict[str, object]]:
-    """One row per run, plus one standing for the fact's failure, skip or missing runs."""
-    c = fact.config
-    base = {
-        "fact_id": fact_id,
-        "path": str(path),
-        "sweep_id": fact.sweep_id,
-        "host": fact.host,
-        "engine": fact.engine.name,
-        "engine_version": fact.engine.version,
-        "model": fact.engine.model,
-        "config_id": c.id,
-        "speculative": c.speculative,
-        "algorithm": c.algorithm,
-        "steps": c.steps,
-        "topk": c.topk,
-        "draft_tokens": c.draft_tokens,
-        "env_profile": c.env_profile,
-        "status": fact.status,
-    }
-    rows: list[dict[str, object]] = [
-        base
-        | {
-            "run_index": i,
-            "concurrency": r.concurrency,
-            "repeat": r.repeat,
-            "duration_s": r.duration_s,
-            "drafted": r.spec.drafted,
-            "accepted": r.spec.accepted,
-            "accept_length": r.spec.accept_length,
-            "accept_rate": r.spec.accept_rate,
-        }
-        for i, r in enumerate(fact.runs)
-    ]
-    # A failure is data: its own row lets the table count it and show its cause. It has
-    # no concurrency; compare.step_table spreads it over the levels the sweep measured.
-    if fact.status != "ok" or not fact.runs:
-        f = fact.failure
-        cause = f.cause if f else ("skipped" if fact.status == "skipped" else "no_runs")
-        rows.append(base | {"cause": cause, "message": f.message if f else None})
-    return rows
+def frame(rows: list[Row], columns: list[str]) -> pd.DataFrame:
+    """Rows as a frame with the given columns and their dtypes (empty input included)."""
+    df = pd.DataFrame.from_records(rows, columns=columns)
+    dtypes = {c: "Int64" for c in INT_COLUMNS if c in columns}
+    dtypes |= {c: "float64" for c in FLOAT_COLUMNS if c in columns}
+    dtypes |= {c: "category" for c in CATEGORIES if c in columns and c != "path"}
+    dtypes |= {c: "bool" for c in ("run_ok", "failed", "speculative") if c in columns}
+    return df.astype(dtypes)
 
 
-def _request_rows(fact_id: int, fact: Fact) -> list[dict[str, object]]:
-    """One row per request of every run of one fact."""
-    return [
-        {
-            "fact_id": fact_id,
-            "run_index": i,
-            "sweep_id": fact.sweep_id,
-            "host": fact.host,
-            "config_id": fact.config.id,
-            "concurrency": r.concurrency,
-            "repeat": r.repeat,
-            "prompt_id": q.prompt_id,
-            "output_tokens": q.output_tokens,
-            "ttft_s": q.ttft_s,
-            "e2e_s": q.e2e_s,
-            "decode_tps": q.decode_tps,
-            "itl_s": q.itl_s,
-            "text": q.text,
-            "error": q.error,
-        }
-        for i, r in enumerate(fact.runs)
-        for q in r.requests
-    ]
+def parse(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame, Problems]:
+    """Rows of the given (file, name) pairs; the name is what rows and problems call the file."""
+    runs: list[Row] = []
+    requests: list[Row] = []
+    problems: Problems = []
+    for path, name in items:
+        try:
+            if path.suffix == ".jsonl":
+                rows, bad = jsonl_rows(path, labels, name)
+                runs += rows
+                problems += bad
+                continue
+            fact = read_fact(path)
+        except (OSError, ValueError) as exc:  # SchemaError is a ValueError
+            problems.append((name, str(exc)))
+            continue
+        runs += run_rows(name, fact)
+        requests += request_rows(name, fact)
+    return frame(runs, RUN_COLUMNS), frame(requests, REQUEST_COLUMNS), problems
 
 
-def _per_run(requests: pd.DataFrame) -> pd.DataFrame:
-    """Aggregate requests to one row per (fact, run); errored requests add no numbers."""
-    ok = requests[requests["error"].isna()]
-    itl = ok[[*KEYS, "itl_s"]].explode("itl_s").astype({"itl_s": "float64"})
-    counts = requests.groupby(KEYS).agg(
-        n_requests=("prompt_id", "size"),
-        n_errors=("error", "count"),
-        first_error=("error", "first"),
-    )
-    numbers = ok.groupby(KEYS).agg(
-        decode_tps=("decode_tps", "median"),
-        ttft_s=("ttft_s", "median"),
-        output_tokens=("output_tokens", "sum"),
-    )
-    return counts.join(numbers).join(itl.groupby(KEYS)["itl_s"].median()).reset_index()
+def parse_many(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame, Problems]:
+    """`parse`, spread over worker processes when there are enough files to be worth it."""
+    workers = min(os.cpu_count() or 1, 8)
+    if len(items) < PARALLEL_MIN or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return parse(items, labels)
+    chunks = [items[i::workers] for i in range(workers)]
+    # fork: the workers start with this process's imports instead of paying for them again.
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(parse, chunks, [labels] * workers))
+    runs = pd.concat([p[0] for p in parts], ignore_index=True)
+    requests = pd.concat([p[1] for p in parts], ignore_index=True)
+    return runs, requests, [x for p in parts for x in p[2]]
 
 
-def build_frames(facts: dict[Path, Fact]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The run frame (one row per fact x run) and the request frame of parsed facts."""
-    items = list(facts.items())
-    meta = pd.DataFrame.from_records(
-        [row for i, (p, f) in enumerate(items) for row in _run_rows(i, p, f)],
-        columns=[c for c in RUN_COLUMNS if c not in DERIVED],
-    )
-    requests = pd.DataFrame.from_records(
-        [row for i, (_, f) in enumerate(items) for row in _request_rows(i, f)],
-        columns=REQUEST_COLUMNS,
-    ).astype({"run_index": "Int64"})
-    per_run = _per_run(requests)
-    runs = meta.astype({"run_index": "Int64"}).merge(per_run, on=KEYS, how="left")
-    has_run = runs["run_index"].notna()
-    # A run counts only if every request came back: a silent error would skew the median.
-    runs["run_ok"] = has_run & runs["n_requests"].gt(0) & runs["n_errors"].eq(0)
-    runs["failed"] = ~runs["run_ok"] & (has_run | runs["status"].ne("skipped"))
-    bad_run = has_run & ~runs["run_ok"]
-    text = runs[["cause", "message", "first_error"]].astype("str")
-    cause = text["cause"].mask(bad_run, "request_error")
-    runs["cause"] = cause.mask(bad_run & runs["n_requests"].isna(), "no_requests")
-    runs["message"] = text["message"].fillna(text["first_error"])
-    runs = runs.drop(columns="first_error")
-    runs = runs.astype(dict.fromkeys(INT_COLUMNS, "Int64"))
-    return runs[RUN_COLUMNS], requests
+def _load_folder(root: Path, labels: Labels, where: Path | None) -> cache.Entry:
+    """A sweep folder's rows (path = file name within the folder), reusing the cached ones."""
+    if root.is_file():  # one file named on the command line: nothing worth caching
+        runs, requests, problems = parse([(root, root.name)], labels)
+        return cache.Entry(runs=runs, requests=requests, problems={root.name: problems})
+    paths = fact_paths(root)
+    names = {p: p.relative_to(root).as_posix() for p in paths}
+    stamps = {names[p]: cache.stamp(p) for p in paths}
+    old = cache.read(where, root)
+    fresh = {n for n, s in stamps.items() if old.stamps.get(n) == s}
+    stale = [(p, names[p]) for p in paths if names[p] not in fresh]
+    if not stale and set(old.stamps) == fresh and old.runs is not None:
+        return old
+    runs, requests, problems = parse_many(stale, labels)
+    if old.runs is not None and old.requests is not None and fresh:
+        keep = old.runs["path"].isin(fresh)
+        runs = pd.concat([old.runs[keep], runs], ignore_index=True)
+        requests = pd.concat([old.requests[old.requests["path"].isin(fresh)], requests], ignore_index=True)
+    by_file: dict[str, Problems] = {n: v for n, v in old.problems.items() if n in fresh}
+    for at, reason in problems:
+        by_file.setdefault(at.split(":", 1)[0], []).append((at, reason))
+    entry = cache.Entry(stamps=stamps, runs=runs, requests=requests, problems=by_file)
+    cache.write(where, root, entry)
+    return entry
 
 
-def load_sweeps(paths: list[Path]) -> LoadResult:
-    """Load every fact under the given sweep folders; unreadable files become problems."""
-    facts: dict[Path, Fact] = {}
+def load_sweeps(paths: list[Path], labels: Labels = Labels(), cache_dir: Path | None = None) -> LoadResult:
+    """Load every fact and JSONL file under the given folders; unreadable ones become problems."""
+    # JSONL overrides change what a file means: such a load neither uses nor fills the cache.
+    where = cache.folder(cache_dir) if labels == Labels() else None
+    runs: list[pd.DataFrame] = []
+    requests: list[pd.DataFrame] = []
     problems: list[tuple[Path, str]] = []
     for root in paths:
         if not root.exists():
             problems.append((root, "no such file or directory"))
             continue
-        for path in fact_paths(root):
-            try:
-                facts[path] = read_fact(path)
-            except (OSError, ValueError) as exc:  # SchemaError is a ValueError
-                problems.append((path, str(exc)))
-    runs, requests = build_frames(facts)
-    return LoadResult(facts=facts, runs=runs, requests=requests, problems=problems)
+        entry = _load_folder(root, labels, where)
+        assert entry.runs is not None and entry.requests is not None
+        prefix = f"{root.parent if root.is_file() else root}{os.sep}"
+        for at, reason in (x for bad in entry.problems.values() for x in bad):
+            problems.append((Path(prefix + at), reason))
+        runs.append(entry.runs.assign(path=prefix + entry.runs["path"].astype(str)))
+        requests.append(entry.requests.assign(path=prefix + entry.requests["path"].astype(str)))
+    run = pd.concat(runs, ignore_index=True) if runs else frame([], RUN_COLUMNS)
+    req = pd.concat(requests, ignore_index=True) if requests else frame([], REQUEST_COLUMNS)
+    # Categories from different folders do not line up: rebuild them over the whole load.
+    run = run.astype({c: "category" for c in CATEGORIES if c != "path"})
+    req = req.astype({c: "category" for c in CATEGORIES if c in req.columns and c != "path"})
+    codes, files = pd.factorize(run["path"])
+    run["fact_id"] = codes
+    req["fact_id"] = req["path"].map(dict(zip(files, range(len(files)), strict=True))).astype("Int64")
+    return LoadResult(files=[Path(f) for f in files], runs=run[RUN_COLUMNS], requests=req, problems=problems)

@@ -27,9 +27,6 @@ from analysis.schema import (
     to_dict,
 )
 
-# Task-name prefix (the role that failed) -> the phase a failure is filed under.
-PHASES = {"server_process": "launch", "wait_for_health": "load", "benchmark": "benchmark"}
-
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON through a temp file and rename: a reader never sees half a document."""
@@ -40,10 +37,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
-    """A Failure from the rescued task's name and result."""
-    task = str(raw.get("task") or "")
+    """A Failure from the phase the config was in and the failed task's result."""
     result = raw.get("result") or {}
-    phase = next((p for prefix, p in PHASES.items() if prefix in task), "sweep")
+    phase = str(raw.get("phase") or "sweep")
     cause = result.get("cause") or (bench or {}).get("error_cause") or f"{phase}_failed"
     # The client's own error says more than the command module's "non-zero return code".
     message = str((bench or {}).get("error") or result.get("msg") or "failed")

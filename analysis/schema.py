@@ -9,6 +9,7 @@ and teach `migrate()` the step from the previous version.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -216,6 +217,8 @@ def _build(tp: Any, value: Any, where: str) -> Any:
         if not isinstance(value, list):
             raise SchemaError(f"{where}: expected a list, got {type(value).__name__}")
         (item_tp,) = get_args(tp)
+        if item_tp is float and set(map(type, value)) <= {float}:
+            return value  # hot path (inter-token gaps): already exactly what the slow path builds
         return [_build(item_tp, v, f"{where}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):
@@ -239,21 +242,30 @@ def _build(tp: Any, value: Any, where: str) -> Any:
     raise SchemaError(f"{where}: unsupported type {tp!r}")
 
 
+@functools.cache
+def _fields(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Any, bool], ...]]:
+    """A dataclass's field names and (name, type, required) triples, resolved once per class."""
+    hints = get_type_hints(cls)
+    fields = tuple(
+        (f.name, hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        for f in dataclasses.fields(cls)
+    )
+    return frozenset(name for name, _, _ in fields), fields
+
+
 def from_dict(cls: type[T], data: Any, where: str = "$") -> T:
     """Build dataclass `cls` from parsed JSON; unknown or missing keys are errors."""
     if not isinstance(data, dict):
         raise SchemaError(f"{where}: expected an object, got {type(data).__name__}")
-    hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise SchemaError(f"{where}: unknown field(s) {', '.join(unknown)}")
+    names, fields = _fields(cls)
+    if not names.issuperset(data):
+        raise SchemaError(f"{where}: unknown field(s) {', '.join(sorted(set(data) - names))}")
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in data:
-            kwargs[f.name] = _build(hints[f.name], data[f.name], f"{where}.{f.name}")
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise SchemaError(f"{where}: missing field {f.name}")
+    for name, tp, required in fields:
+        if name in data:
+            kwargs[name] = _build(tp, data[name], f"{where}.{name}")
+        elif required:
+            raise SchemaError(f"{where}: missing field {name}")
     return cls(**kwargs)
 
 

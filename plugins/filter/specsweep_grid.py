@@ -7,7 +7,9 @@ Every value typed after `-e` arrives here first; nothing reaches a host until
 from __future__ import annotations
 
 import itertools
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 # Speculative algorithms each engine understands (SGLang 0.5.x: server_args.py choices).
@@ -101,7 +103,7 @@ def build_configs(request: dict[str, Any], engines: list[str]) -> tuple[list[dic
     drafts = parse_int_list("draft_tokens", request.get("draft_tokens"))
     baseline = parse_bool("baseline", request.get("baseline", True))
     algorithm = request.get("algorithm") or None
-    profiles = request.get("env_profiles") or ["default"]
+    profiles = parse_names("env_profiles", request.get("env_profiles")) or ["default"]
 
     if (topks or drafts) and not steps:
         name = "topk" if topks else "draft_tokens"
@@ -167,6 +169,13 @@ def _one_int(name: str, value: Any, minimum: int = 1) -> int:
     return numbers[0]
 
 
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """One of a few words."""
+    if value not in allowed:
+        raise RequestError(f"{name}: {value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
 def _some_ints(name: str, value: Any) -> list[int]:
     """One or more whole numbers >= 1."""
     numbers = parse_int_list(name, value)
@@ -175,8 +184,29 @@ def _some_ints(name: str, value: Any) -> list[int]:
     return numbers
 
 
-def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
-    """{configs, warnings, errors, settings}: the whole request checked at once."""
+def parse_names(name: str, value: Any) -> list[str]:
+    """Names as a list or "a,b" / "[a,b]"; each must be a plain identifier."""
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, str):
+        items = [t.strip().strip("'\"") for t in value.strip().removeprefix("[").removesuffix("]").split(",")]
+    elif isinstance(value, (list, tuple)):
+        items = [str(v) for v in value]
+    else:
+        raise RequestError(f"{name}: expected a list of names, got {value!r}")
+    bad = [i for i in items if not ID_RE.match(i)]
+    if bad:
+        raise RequestError(f"{name}: {bad[0]!r} is not a name (letters, digits, '.', '_', '-')")
+    return list(dict.fromkeys(items))
+
+
+def sweep_plan(
+    request: dict[str, Any], engines: list[str], host_profiles: list[list[str]] | None = None
+) -> dict[str, Any]:
+    """{configs, warnings, errors, settings}: the whole request checked at once.
+
+    host_profiles: for each targeted host, the env profile names it defines.
+    """
     errors: list[str] = []
     settings: dict[str, Any] = {}
     configs: list[dict] = []
@@ -187,6 +217,7 @@ def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
         "max_tokens": lambda v: _one_int("max_tokens", v),
         "concurrency": lambda v: _some_ints("concurrency", v),
         "plan_only": lambda v: parse_bool("plan_only", v),
+        "mode": lambda v: _choice("mode", v or "replicate", ("replicate", "shard")),
     }
     for name, check in checks.items():
         try:
@@ -205,6 +236,12 @@ def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
             configs, warnings = build_configs(request, engines)
         except RequestError as exc:
             errors.append(str(exc))
+    defined = set.intersection(*(set(p) for p in host_profiles)) if host_profiles else set()
+    missing = sorted({c["env_profile"] for c in configs} - defined - {"default"})
+    if missing:
+        errors.append(
+            f"env_profiles: {', '.join(missing)} not defined in specsweep_env_profiles of every targeted host"
+        )
     return {
         "configs": configs,
         "warnings": warnings,
@@ -213,20 +250,44 @@ def sweep_plan(request: dict[str, Any], engines: list[str]) -> dict[str, Any]:
     }
 
 
-def plan_entries(configs: list[dict], argvs: Any, env: dict[str, Any]) -> list[dict]:
-    """Pair each config with the argv an engine filter rendered for it, and its env."""
-    return [
-        {
-            "config": config,
-            "argv": list(argv),
-            "env": {str(k): str(v) for k, v in env.items()},
-        }
-        for config, argv in zip(configs, argvs, strict=True)
-    ]
+def plan_entries(
+    configs: list[dict], argvs: Any, env: dict[str, Any], profiles: dict[str, dict] | None = None
+) -> list[dict]:
+    """Pair each config with the argv an engine filter rendered for it, and its env with its profile's."""
+    entries = []
+    for config, argv in zip(configs, argvs, strict=True):
+        merged = dict(env)
+        for key, value in (profiles or {}).get(config["env_profile"], {}).items():
+            if value is None:
+                merged.pop(key, None)  # a profile can take a base setting away (library default)
+            else:
+                merged[key] = value
+        resolved = {str(k): str(v) for k, v in merged.items()}
+        for key, value in resolved.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key) or any(c in value for c in "\n\0"):
+                raise ValueError(f"env: {key!r} is not a valid name, or its value holds a newline/NUL")
+        entries.append({"config": config, "argv": list(argv), "env": resolved})
+    return entries
+
+
+def measured(sweep_dir: str, config_id: str, host: str | None = None) -> bool:
+    """True when the sweep folder holds an ok fact for this config (on `host`, or on any host)."""
+    pattern = f"{host or '*'}/{config_id}.json"
+    for path in Path(sweep_dir).glob(pattern):
+        try:
+            if json.loads(path.read_text(encoding="utf-8")).get("status") == "ok":
+                return True
+        except (OSError, ValueError):
+            continue  # unreadable: not measured, so it is measured again
+    return False
 
 
 class FilterModule:
     """Ansible entry point."""
 
     def filters(self) -> dict[str, Any]:
-        return {"specsweep_plan": sweep_plan, "specsweep_entries": plan_entries}
+        return {
+            "specsweep_plan": sweep_plan,
+            "specsweep_entries": plan_entries,
+            "specsweep_measured": measured,
+        }

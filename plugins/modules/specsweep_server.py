@@ -22,6 +22,10 @@ options:
   host: {type: str, default: 127.0.0.1, description: Address the server listens on.}
   port: {type: int, required: true, description: Port the server listens on.}
   stop_timeout_s: {type: float, default: 30, description: Seconds to wait after SIGTERM before SIGKILL.}
+  replace:
+    type: bool
+    default: false
+    description: Restart a running server of ours even when its argv is the same (fresh per measurement).
 author: specsweep
 """
 
@@ -107,6 +111,7 @@ def main() -> None:
             "host": {"type": "str", "default": "127.0.0.1"},
             "port": {"type": "int", "required": True},
             "stop_timeout_s": {"type": "float", "default": 30.0},
+            "replace": {"type": "bool", "default": False},
         },
         required_if=[("state", "started", ("argv", "log_path"))],
         supports_check_mode=True,
@@ -124,7 +129,7 @@ def main() -> None:
         os.unlink(p["pidfile"])
         module.exit_json(changed=True, pid=record["pid"])
 
-    if alive and record.get("argv") == p["argv"]:
+    if alive and record.get("argv") == p["argv"] and not p["replace"]:
         module.exit_json(changed=False, **record)
     if module.check_mode:
         module.exit_json(changed=True)

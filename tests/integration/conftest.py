@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
@@ -12,37 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
+from sweeps import ENGINE_PINS, REPO, WHEELHOUSE, SweepRun, playbook
 from testhosts import NetnsHosts
-
-from analysis.schema import Fact, load_fact
-
-REPO = Path(__file__).resolve().parents[2]
-# The engine and model pins the llama_server role installs, from its defaults.
-ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").read_text())[
-    "llama_server_packages"
-]
-WHEELHOUSE = REPO / ".cache" / "wheels"
-
-
-@dataclass
-class SweepRun:
-    """One finished ansible-playbook run and where it wrote its results."""
-
-    proc: subprocess.CompletedProcess[str]
-    sweep_dir: Path
-
-    @property
-    def output(self) -> str:
-        return self.proc.stdout + self.proc.stderr
-
-    def facts(self) -> dict[tuple[str, str], Fact]:
-        """Every fact of the sweep, by (host, config id)."""
-        out = {}
-        for path in sorted(self.sweep_dir.glob("*/*.json")):
-            fact = load_fact(json.loads(path.read_text()))
-            out[(fact.host, fact.config.id)] = fact
-        return out
 
 
 @pytest.fixture(scope="session")
@@ -87,23 +56,6 @@ def sweep_inventory(
     return inventory
 
 
-def sweep_env() -> dict[str, str]:
-    """The caller's environment without ANSIBLE_* overrides: the repo's ansible.cfg applies."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
-    return env
-
-
-def playbook(inventory: Path, results: Path, sweep_id: str, *extra: str, timeout: float = 900) -> SweepRun:
-    """Run `ansible-playbook sweep.yml` from the repo root with results under `results`."""
-    argv = [
-        str(Path(sys.executable).parent / "ansible-playbook"), "sweep.yml", "-i", str(inventory),
-        "-e", f"sweep_plan_results_dir={results}", "-e", f"sweep_id={sweep_id}", *extra,
-    ]  # fmt: skip
-    proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=timeout)
-    return SweepRun(proc, results / sweep_id)
-
-
 @pytest.fixture
 def run_sweep(tmp_path: Path) -> Callable[..., SweepRun]:
     """playbook() with results under this test's tmp_path."""
@@ -126,6 +78,10 @@ def sglang_inventory(ssh_hosts: NetnsHosts, tmp_path_factory: pytest.TempPathFac
         "sglang_server_tp_size": 8,
         "sglang_server_api_key": "s3cr3t-key",
         "sglang_server_env": {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"},
+        "specsweep_env_profiles": {
+            "nccl_default": {"NCCL_PROTO": None, "NCCL_ALGO": None, "NCCL_P2P_LEVEL": None},
+            "nccl_ll_ring": {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"},
+        },
         "server_process_run_dir": "/opt/specsweep/run",
     }
     return ssh_hosts.write_inventory(path, group_vars=group_vars)

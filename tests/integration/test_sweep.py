@@ -81,3 +81,46 @@ def test_plan_for_sglang_hosts_shows_full_argv_env_and_host_problems(
     assert "cannot import sglang on sshost1" in warnings
     assert "model path /opt/models/Kimi-K2.5-int4 does not exist on sshost1" in warnings
     assert "WARNING: " in run.output  # the printed plan shows them too
+
+
+def test_env_profiles_multiply_the_grid_and_resolve_per_config(sglang_inventory: Path, run_sweep) -> None:
+    run = run_sweep(
+        sglang_inventory,
+        "-e",
+        "steps=2",
+        "-e",
+        "env_profiles=nccl_default,nccl_ll_ring",
+        "-e",
+        "plan_only=true",
+    )
+    assert run.proc.returncode == 0, run.output[-4000:]
+    plan = json.loads((run.sweep_dir / "plan.json").read_text())
+    entries = {e["config"]["id"]: e for e in plan["hosts"]["sshost2"]["entries"]}
+    assert sorted(entries) == [
+        "baseline+nccl_default", "baseline+nccl_ll_ring", "s2-k1-d3+nccl_default", "s2-k1-d3+nccl_ll_ring"
+    ]  # fmt: skip
+    assert entries["s2-k1-d3+nccl_default"]["env"] == {}  # the profile removes the group's NCCL tuning
+    assert entries["s2-k1-d3+nccl_ll_ring"]["env"]["NCCL_ALGO"] == "Ring"
+    assert entries["s2-k1-d3+nccl_ll_ring"]["config"]["env_profile"] == "nccl_ll_ring"
+
+
+def test_shard_mode_measures_each_config_once_across_hosts(sweep_inventory: Path, run_sweep) -> None:
+    run = run_sweep(
+        sweep_inventory, "-e", "mode=shard", "-e", "steps=1,2,3,4", "-e", "repeats=1", "-e", "max_tokens=8",
+        "-e", "warmup=0",
+    )  # fmt: skip
+    assert run.proc.returncode == 0, run.output[-4000:]
+    facts = run.facts()
+    by_config: dict[str, list[str]] = {}
+    for host, config_id in facts:
+        by_config.setdefault(config_id, []).append(host)
+    assert sorted(by_config["baseline"]) == ["sshost1", "sshost2"]  # every host compares to its own
+    assert {c: len(h) for c, h in by_config.items() if c != "baseline"} == {
+        "s1": 1,
+        "s2": 1,
+        "s3": 1,
+        "s4": 1,
+    }
+    spec_hosts = {h for c, hosts in by_config.items() if c != "baseline" for h in hosts}
+    assert spec_hosts == {"sshost1", "sshost2"}, by_config  # the work was shared
+    assert all(f.status == "ok" for f in facts.values())

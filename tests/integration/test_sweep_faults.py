@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from sweeps import REPO, playbook_argv, sweep_env
 from testhosts import NetnsHosts
 
 # Fast settings for fault tests: one short repeat is enough to prove a config works.
@@ -35,6 +39,7 @@ def extra_vars(tmp_path: Path, values: dict) -> tuple[str, str]:
         (("-e", "steps=2", "-e", "topk=2", "-e", "draft_tokens=9"), "draft_tokens"),
         (("-e", "steps=1", "-e", "repeats=x"), "repeats"),
         (("-e", "steps=1", "-e", "sweep_id=../x"), "sweep_id"),
+        (("-e", "steps=1", "-e", "env_profiles=nccl_fast"), "env_profiles"),
     ],
 )
 def test_bad_input_fails_with_one_line_naming_the_variable_before_any_host_is_touched(
@@ -145,3 +150,33 @@ def test_check_mode_changes_nothing_and_launches_nothing(
     assert run.proc.returncode == 0, run.output[-3000:]
     assert not run.sweep_dir.exists()
     assert "server-8080" not in ssh_hosts.run_in_host("sshost2", ["ls", "/opt/specsweep/run"]).stdout
+
+
+def test_controller_killed_mid_sweep_then_resumed_loses_and_repeats_nothing(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    common = ("-e", "steps=1,2", "-e", "target=sshost1", *QUICK)
+    first_fact = tmp_path / "R" / "sshost1" / "baseline.json"
+    with open(tmp_path / "killed.log", "wb") as log:
+        argv = playbook_argv(sweep_inventory, tmp_path, *common, "-e", "sweep_id=R")
+        killed = subprocess.Popen(argv, cwd=REPO, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT,
+                                  start_new_session=True)  # fmt: skip
+        deadline = time.monotonic() + 600
+        while not first_fact.exists() and killed.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)  # polling for the file, bounded by the deadline
+        assert first_fact.exists(), (tmp_path / "killed.log").read_text()[-3000:]
+        os.killpg(killed.pid, signal.SIGKILL)  # the controller dies: no handler, no cleanup
+        killed.wait()
+    before = first_fact.read_bytes()
+
+    argv = playbook_argv(sweep_inventory, tmp_path, *common, "-e", "resume=R")
+    resumed = subprocess.run(argv, cwd=REPO, env=sweep_env(),
+                             capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stdout[-4000:]
+    assert "baseline: measured already, skipped" in resumed.stdout
+    assert first_fact.read_bytes() == before  # not measured twice
+    facts = sorted(p.name for p in (tmp_path / "R" / "sshost1").glob("*.json"))
+    assert facts == ["baseline.json", "s1.json", "s2.json"]
+    assert all(json.loads((tmp_path / "R" / "sshost1" / f).read_text())["status"] == "ok" for f in facts)
+    ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
+    assert "specsweep_llama_server" not in ps, ps  # the killed run's server was stopped too

@@ -34,8 +34,6 @@ ARGV = [
 HOST_FACTS = {"hostname": "vm", "cpu_model": "AMD EPYC", "cpu_count": 2, "mem_total_mib": 24105,
               "kernel": "6.18.44-fc-v782", "python": "3.11.7", "gpus": [], "gpu_driver": None,
               "cuda_version": None, "gpu_topology": None}  # fmt: skip
-WAIT_TASK = "wait_for_health | Wait until the server is healthy and generates"
-BENCH_TASK = "benchmark | Measure 2 repeat(s) at concurrency 1"
 
 
 def payload(**overrides: Any) -> dict[str, Any]:
@@ -97,7 +95,7 @@ def test_write_json_atomic_replaces_and_leaves_no_temp_file(tmp_path: Path) -> N
 def test_a_server_that_never_became_healthy_is_a_failed_load() -> None:
     log_tail = ["0.00.014.068 E srv    load_model: failed to load model, '/nonexistent.gguf'"]
     failure = {
-        "task": WAIT_TASK,
+        "phase": "load",
         # specsweep_wait's fail_json, as ansible_failed_result carries it
         "result": {"failed": True, "ready": False, "cause": "model_not_found", "log_tail": log_tail,
                    "msg": f"server exited while loading (model_not_found): {log_tail[0]}", "attempts": 1,
@@ -124,7 +122,7 @@ def test_a_benchmark_that_failed_midway_keeps_its_finished_runs() -> None:
     )
     stdout = json.dumps({"error": error, "runs": BENCH["runs"][:1]})
     failure = {
-        "task": BENCH_TASK,
+        "phase": "benchmark",
         "result": {"failed": True, "rc": 1, "msg": "non-zero return code", "stdout": stdout, "stderr": ""},
         "log_tail": ["0.29.290.203 I slot      release: id  0 | task 128 | stop processing"],
     }
@@ -143,7 +141,7 @@ def test_a_benchmark_that_failed_midway_keeps_its_finished_runs() -> None:
 
 
 def test_a_benchmark_that_printed_no_json_is_failed_without_runs() -> None:
-    failure = {"task": BENCH_TASK, "result": {"failed": True, "rc": 2, "msg": "non-zero return code",
+    failure = {"phase": "benchmark", "result": {"failed": True, "rc": 2, "msg": "non-zero return code",
                                               "stdout": "Traceback (most recent call last):"}}  # fmt: skip
     fact = record.build_fact(payload(benchmark_output=None, failure=failure))
     assert fact.failure is not None

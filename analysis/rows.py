@@ -1,0 +1,152 @@
+"""Reduce one parsed fact to flat rows: one per run (with its percentiles) and one per request.
+
+Per-run statistics are computed here, in plain Python over each run's few requests, rather than
+by exploding every inter-token gap into a DataFrame: a 10,000-fact report would otherwise build
+millions of rows only to take two percentiles of each run.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from typing import Any
+
+from analysis.schema import Fact, Run
+
+Row = dict[str, Any]
+
+
+def quantile(values: Iterable[float], q: float) -> float | None:
+    """Linearly interpolated quantile (numpy's default method); None for no values."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    pos = (len(ordered) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def step_time_ms(server_info: dict[str, Any], concurrency: int) -> float | None:
+    """Median SGLang decode step (draft + verify) in ms at this batch size, if the server kept it.
+
+    `step_time_dict` ({"<batch size>": [seconds, ...]}) exists only when the server ran with
+    SGLANG_RECORD_STEP_TIME=1; it counts since boot, which for a sweep is this config's warm-up
+    and repeats (every config gets a fresh server). Anything malformed reads as not recorded.
+    """
+    table = server_info.get("step_time_dict")
+    times = table.get(str(concurrency)) if isinstance(table, dict) else None
+    if not isinstance(times, list):
+        return None
+    numbers = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    return statistics.median(numbers) * 1000.0 if numbers else None
+
+
+def _meta(path: str, fact: Fact) -> Row:
+    """Columns every row of this fact shares."""
+    c = fact.config
+    return {
+        "path": path,
+        "source": "specsweep",
+        "sweep_id": fact.sweep_id,
+        "host": fact.host,
+        "engine": fact.engine.name,
+        "engine_version": fact.engine.version,
+        "model": fact.engine.model,
+        "config_id": c.id,
+        "speculative": c.speculative,
+        "algorithm": c.algorithm,
+        "steps": c.steps,
+        "topk": c.topk,
+        "draft_tokens": c.draft_tokens,
+        "env_profile": c.env_profile,
+        "status": fact.status,
+        "started_at": fact.timings.started_at,
+    }
+
+
+def _run_numbers(run: Run) -> Row:
+    """Counts, medians and p99s of one run; errored requests add no numbers."""
+    ok = [q for q in run.requests if q.error is None]
+    errors = [q.error for q in run.requests if q.error is not None]
+    ttfts = [q.ttft_s for q in ok]
+    gaps = [g for q in ok for g in q.itl_s]
+    n = len(run.requests)
+    run_ok = n > 0 and not errors
+    return {
+        "n_requests": n,
+        "n_errors": len(errors),
+        "run_ok": run_ok,
+        "failed": not run_ok,
+        "cause": None if run_ok else ("no_requests" if n == 0 else "request_error"),
+        "message": errors[0] if errors else None,
+        "decode_tps": quantile((q.decode_tps for q in ok if q.decode_tps is not None), 0.5),
+        "ttft_s": quantile(ttfts, 0.5),
+        "ttft_p99_s": quantile(ttfts, 0.99),
+        "itl_s": quantile(gaps, 0.5),
+        "itl_p99_s": quantile(gaps, 0.99),
+        "output_tokens": sum(q.output_tokens for q in ok) if ok else None,
+    }
+
+
+def run_rows(path: str, fact: Fact) -> list[Row]:
+    """One row per run, plus one standing for the fact's failure, skip or missing runs."""
+    base = _meta(path, fact)
+    rows = [
+        base
+        | _run_numbers(r)
+        | {
+            "run_index": i,
+            "concurrency": r.concurrency,
+            "repeat": r.repeat,
+            "duration_s": r.duration_s,
+            "drafted": r.spec.drafted,
+            "accepted": r.spec.accepted,
+            "verify_steps": r.spec.verify_steps,
+            "accept_length": r.spec.accept_length,
+            "accept_rate": r.spec.accept_rate,
+            "step_time_ms": step_time_ms(fact.server_info, r.concurrency),
+        }
+        for i, r in enumerate(fact.runs)
+    ]
+    # A failure is data: its own row lets the table count it and show its cause. It has
+    # no concurrency; compare.spread_failures places it in every level the sweep measured.
+    if fact.status != "ok" or not fact.runs:
+        f = fact.failure
+        cause = f.cause if f else ("skipped" if fact.status == "skipped" else "no_runs")
+        rows.append(
+            base
+            | {
+                "run_ok": False,
+                "failed": fact.status != "skipped",
+                "cause": cause,
+                "message": f.message if f else None,
+            }
+        )
+    return rows
+
+
+def request_rows(path: str, fact: Fact) -> list[Row]:
+    """One row per request of every run (texts kept for the output-equivalence check)."""
+    return [
+        {
+            "path": path,
+            "run_index": i,
+            "sweep_id": fact.sweep_id,
+            "host": fact.host,
+            "engine": fact.engine.name,
+            "model": fact.engine.model,
+            "config_id": fact.config.id,
+            "concurrency": r.concurrency,
+            "repeat": r.repeat,
+            "prompt_id": q.prompt_id,
+            "output_tokens": q.output_tokens,
+            "ttft_s": q.ttft_s,
+            "e2e_s": q.e2e_s,
+            "decode_tps": q.decode_tps,
+            "text": q.text,
+            "error": q.error,
+        }
+        for i, r in enumerate(fact.runs)
+        for q in r.requests
+    ]

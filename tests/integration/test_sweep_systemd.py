@@ -1,0 +1,77 @@
+"""The systemd launcher for real: a sweep on a systemd-nspawn host, the server run as a unit."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from nspawnhost import NspawnHost
+from sweeps import SweepRun, playbook
+
+
+@pytest.fixture(scope="session")
+def systemd_sweep_host(make_systemd_host, wheelhouse: Path) -> NspawnHost:
+    """A systemd host with the wheelhouse mounted read-only at /wheels (it has no network)."""
+    return make_systemd_host("systemd2", binds=[(wheelhouse, "/wheels", True)])
+
+
+@pytest.fixture(scope="session")
+def systemd_inventory(systemd_sweep_host: NspawnHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("inventory-systemd") / "hosts.yml"
+    return systemd_sweep_host.write_inventory(
+        path,
+        group_vars={
+            "specsweep_engine": "llama_cpp",
+            "server_process_launcher": "systemd",
+            "llama_server_pip_extra_args": ["--no-index", "--find-links=/wheels"],
+        },
+    )
+
+
+def test_sweep_runs_each_config_as_a_systemd_unit_and_stops_it(
+    systemd_inventory: Path, systemd_sweep_host: NspawnHost, tmp_path: Path
+) -> None:
+    run: SweepRun = playbook(
+        systemd_inventory,
+        tmp_path,
+        "sd",
+        "-e",
+        "steps=2",
+        "-e",
+        "repeats=1",
+        "-e",
+        "max_tokens=8",
+        "-e",
+        "warmup=0",
+    )
+    assert run.proc.returncode == 0, run.output[-4000:]
+    facts = run.facts()
+    assert sorted(facts) == [("systemd2", "baseline"), ("systemd2", "s2")]
+    for fact in facts.values():
+        assert (fact.status, fact.engine.launcher) == ("ok", "systemd"), fact.failure
+        assert fact.runs[0].requests[0].output_tokens == 8
+    assert facts[("systemd2", "s2")].runs[0].spec.drafted is not None
+    unit = "specsweep-server-8080.service"
+    text = systemd_sweep_host.run_in_host(["cat", f"/etc/systemd/system/{unit}"]).stdout
+    assert 'ExecStart="/opt/specsweep/llama.cpp-venv/bin/python"' in text, text
+    assert '"--spec-ngram-mod-n-max" "2"' in text, text
+    state = systemd_sweep_host.run_in_host(["systemctl", "show", "-p", "ActiveState", unit]).stdout
+    assert state.strip() == "ActiveState=inactive", state  # stopped after its config
+
+    again = playbook(systemd_inventory, tmp_path, "sd2", "-e", "steps=2", "-e", "plan_only=true")
+    assert again.proc.returncode == 0, again.output[-3000:]
+    assert re.search(r"^systemd2\s+: ok=\d+\s+changed=0\s", again.output, re.M), again.output[-2000:]
+
+
+def test_a_unit_that_fails_while_loading_is_noticed_fast(
+    systemd_inventory: Path, systemd_sweep_host: NspawnHost, tmp_path: Path
+) -> None:
+    run = playbook(
+        systemd_inventory, tmp_path, "sdfail", "-e", "steps=1", "-e", "baseline=false",
+        "-e", "llama_server_model_path=/opt/none.gguf", "-e", "llama_server_assemble_model=false",
+    )  # fmt: skip
+    assert run.proc.returncode != 0
+    fact = run.facts()[("systemd2", "s1")]
+    assert (fact.failure.phase, fact.failure.cause) == ("load", "model_not_found"), fact.failure
+    assert fact.timings.finished_at - fact.timings.started_at < 20
