@@ -8,7 +8,7 @@ module: specsweep_server
 short_description: Start or stop an inference server as a detached process with a pidfile
 description:
   - C(started) runs O(argv) (never through a shell) in a new session with stdin from /dev/null and
-    stdout/stderr appended to O(log_path), and records its pid and kernel start time in O(pidfile).
+    stdout/stderr written to a fresh O(log_path), and records its pid and kernel start time in O(pidfile).
   - It refuses to start when O(port) is already taken by a process it did not start.
   - C(stopped) signals only the process group recorded in O(pidfile), waits until it is gone and
     O(port) is free, then removes the pidfile.
@@ -73,7 +73,8 @@ def start(module: AnsibleModule) -> dict:
     env = {k: os.environ[k] for k in INHERITED_ENV if k in os.environ}
     env.update({str(k): str(v) for k, v in p["env"].items()})
     os.makedirs(os.path.dirname(p["log_path"]) or ".", exist_ok=True)
-    with open(p["log_path"], "ab") as log, open(os.devnull, "rb") as devnull:
+    # A fresh log per launch: the loading phase and the failure cause are read from it.
+    with open(p["log_path"], "wb") as log, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(
             p["argv"],
             stdin=devnull,

@@ -60,7 +60,8 @@ def sweep_inventory(
 def run_sweep(tmp_path: Path) -> Callable[..., SweepRun]:
     """playbook() with results under this test's tmp_path."""
 
-    def run(inventory: Path, *extra: str, sweep_id: str = "t", timeout: float = 900) -> SweepRun:
+    # Each test its own sweep id: host-side logs are per sweep and config.
+    def run(inventory: Path, *extra: str, sweep_id: str = tmp_path.name, timeout: float = 900) -> SweepRun:
         return playbook(inventory, tmp_path, sweep_id, *extra, timeout=timeout)
 
     return run

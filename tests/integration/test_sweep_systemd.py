@@ -67,11 +67,16 @@ def test_sweep_runs_each_config_as_a_systemd_unit_and_stops_it(
 def test_a_unit_that_fails_while_loading_is_noticed_fast(
     systemd_inventory: Path, systemd_sweep_host: NspawnHost, tmp_path: Path
 ) -> None:
+    # A model file that exists but is truncated: the unit starts, then fails while loading it.
+    write = "open('/opt/corrupt.gguf', 'wb').write(b'GGUF' + bytes(64))"
+    assert systemd_sweep_host.run_in_host(["python3", "-c", write]).returncode == 0
     run = playbook(
         systemd_inventory, tmp_path, "sdfail", "-e", "steps=1", "-e", "baseline=false",
-        "-e", "llama_server_model_path=/opt/none.gguf", "-e", "llama_server_assemble_model=false",
+        "-e", "llama_server_model_path=/opt/corrupt.gguf", "-e", "llama_server_assemble_model=false",
     )  # fmt: skip
     assert run.proc.returncode != 0
-    fact = run.facts()[("systemd2", "s1")]
+    facts = run.facts()
+    assert ("systemd2", "s1") in facts, run.output[-3000:]
+    fact = facts[("systemd2", "s1")]
     assert (fact.failure.phase, fact.failure.cause) == ("load", "model_not_found"), fact.failure
     assert fact.timings.finished_at - fact.timings.started_at < 20

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -233,10 +234,11 @@ def test_unknown_engine_is_refused_by_its_variable() -> None:
 
 def test_settings_are_parsed_from_command_line_strings() -> None:
     result = plan(repeats="2", warmup="0", max_tokens="[64]", concurrency="4,1,8", plan_only="yes",
-                  sweep_id="nightly-2026.01_05")  # fmt: skip
+                  sweep_id="nightly-2026.01_05", mode="shard")  # fmt: skip
     assert result["errors"] == []
     assert result["settings"] == {"repeats": 2, "warmup": 0, "max_tokens": 64, "concurrency": [1, 4, 8],
-                                  "plan_only": True, "sweep_id": "nightly-2026.01_05"}  # fmt: skip
+                                  "plan_only": True, "sweep_id": "nightly-2026.01_05",
+                                  "mode": "shard"}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -253,6 +255,7 @@ def test_settings_are_parsed_from_command_line_strings() -> None:
         ("concurrency", "", "expected one or more whole numbers"),
         ("concurrency", "2; reboot", "is not a whole number"),
         ("plan_only", "maybe", "expected true or false, got 'maybe'"),
+        ("mode", "sharded", "'sharded' is not one of: replicate, shard"),
     ],
 )
 def test_a_bad_setting_is_refused_by_name_with_the_reason(name: str, value: Any, why: str) -> None:
@@ -291,3 +294,39 @@ def test_plan_entries_pair_configs_with_argv_and_stringified_env() -> None:
     ]
     with pytest.raises(ValueError):
         grid.plan_entries(configs, [["srv"]], {})
+
+
+def test_env_profiles_multiply_the_grid_and_must_exist_on_every_host() -> None:
+    result = grid.sweep_plan({**SETTINGS, "steps": "2", "env_profiles": "default,fast"}, ["llama_cpp"],
+                             [["fast", "slow"], ["fast"]])  # fmt: skip
+    assert [c["id"] for c in result["configs"]] == ["baseline", "s2", "baseline+fast", "s2+fast"]
+    missing = grid.sweep_plan(
+        {**SETTINGS, "steps": "2", "env_profiles": "slow"}, ["llama_cpp"], [["fast", "slow"], ["fast"]]
+    )
+    assert missing["errors"] == [
+        "env_profiles: slow not defined in specsweep_env_profiles of every targeted host"
+    ]
+    bad = grid.sweep_plan({**SETTINGS, "steps": "2", "env_profiles": "a b"}, ["llama_cpp"], [["a b"]])
+    assert bad["errors"][0].startswith("env_profiles: 'a b' is not a name")
+
+
+def test_plan_entries_merge_the_profile_and_a_null_removes_a_variable() -> None:
+    configs = [grid._config(2, None, None, None, "lean"), grid._config(2, None, None, None, "default")]
+    entries = grid.plan_entries(configs, [["a"], ["b"]], {"NCCL_ALGO": "Ring", "KEEP": 1},
+                                {"lean": {"NCCL_ALGO": None, "OMP": 2}})  # fmt: skip
+    assert entries[0]["env"] == {"KEEP": "1", "OMP": "2"}
+    assert entries[1]["env"] == {"NCCL_ALGO": "Ring", "KEEP": "1"}
+    with pytest.raises(ValueError, match="newline"):
+        grid.plan_entries(configs[:1], [["a"]], {"X": "a\nb"})
+
+
+def test_measured_finds_only_ok_facts(tmp_path: Path) -> None:
+    (tmp_path / "h1").mkdir()
+    (tmp_path / "h1" / "s1.json").write_text('{"status": "ok"}')
+    (tmp_path / "h1" / "s2.json").write_text('{"status": "failed"}')
+    (tmp_path / "h1" / "s3.json").write_text('{"status": "ok"')  # truncated by a crash
+    assert grid.measured(str(tmp_path), "s1", "h1") is True
+    assert grid.measured(str(tmp_path), "s1", "h2") is False
+    assert grid.measured(str(tmp_path), "s1") is True  # any host (shard mode)
+    assert grid.measured(str(tmp_path), "s2") is False
+    assert grid.measured(str(tmp_path), "s3") is False
