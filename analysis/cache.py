@@ -16,13 +16,15 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 ENV = "SPECSWEEP_ANALYSIS_CACHE"
-_CODE = ("rows.py", "jsonl.py", "schema.py", "cache.py")
+KEEP_DAYS = 30
+_CODE = ("rows.py", "jsonl.py", "schema.py", "load.py", "cache.py")
 Stamp = tuple[int, int]
 
 
@@ -58,12 +60,6 @@ def folder(explicit: Path | None = None) -> Path | None:
     return Path(base) / "specsweep" / "analysis"
 
 
-def stamp(path: Path) -> Stamp:
-    """What changes whenever a file is rewritten: its size and modification time."""
-    st = path.stat()
-    return (st.st_size, st.st_mtime_ns)
-
-
 def _file(where: Path, root: Path) -> Path:
     """The entry file of one sweep folder."""
     name = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]
@@ -79,7 +75,11 @@ def read(where: Path | None, root: Path) -> Entry:
             key, entry = pickle.load(fh)  # our own file, in a 0700 folder: see the module doc
     except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
         return Entry()
-    return entry if key == CODE_KEY and isinstance(entry, Entry) else Entry()
+    if key != CODE_KEY or not isinstance(entry, Entry):
+        return Entry()
+    # A read counts as use: keeps the entry's age (for pruning) that of its last report.
+    os.utime(_file(where, root))
+    return entry
 
 
 def write(where: Path | None, root: Path, entry: Entry) -> None:
@@ -93,5 +93,14 @@ def write(where: Path | None, root: Path, entry: Entry) -> None:
         with tmp.open("wb") as fh:
             pickle.dump((CODE_KEY, entry), fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, target)
+        _prune(where)
     except OSError:
         tmp.unlink(missing_ok=True)
+
+
+def _prune(where: Path) -> None:
+    """Forget folders not reported for KEEP_DAYS, so the cache does not grow with every sweep."""
+    cutoff = time.time() - KEEP_DAYS * 86400
+    for old in where.glob("*.pickle"):
+        if old.stat().st_mtime < cutoff:
+            old.unlink(missing_ok=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+
+from analysis import equivalence
+from analysis.stats import log_ratio_ci, median_ci, straddles_zero
 
 # A table row is one config measured in one of these groups; speedups compare within one.
 GROUP = ["sweep_id", "host", "engine", "model", "concurrency"]
@@ -10,9 +14,14 @@ CONFIG_COLUMNS = [
     "speculative", "algorithm", "steps", "topk", "draft_tokens", "env_profile",
 ]  # fmt: skip
 TABLE_COLUMNS = [
-    *GROUP, "config", *CONFIG_COLUMNS, "decode_tps", "speedup_pct", "accept_length",
-    "ttft_p50_ms", "repeats_ok", "failures", "cause", "best",
+    *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "decode_tps", "tps_ci_lo",
+    "tps_ci_hi", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "within_noise",
+    "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", "ttft_p50_ms", "ttft_p99_ms",
+    "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures", "cause",
+    "text_compared", "text_diverged", "diverge_word", "best",
 ]  # fmt: skip
+NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
+_STATS = ["decode_tps", "n_ok", "log_var"]  # what the speedup intervals need from the other side
 
 
 def spread_failures(runs: pd.DataFrame) -> pd.DataFrame:
@@ -29,22 +38,30 @@ def spread_failures(runs: pd.DataFrame) -> pd.DataFrame:
 
 def is_baseline(table: pd.DataFrame) -> pd.Series:
     """Rows that are the no-speculation reference of their group."""
-    return ~table["speculative"] & table["env_profile"].eq("default")
+    return ~table["speculative"].astype(bool) & table["env_profile"].eq("default")
 
 
-def step_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (sweep, host, engine, model, concurrency, config) with speedup vs baseline."""
-    runs = spread_failures(runs)
+def _cells(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (group, config): medians over repeats that completed, counts, spread."""
+    metrics = ["decode_tps", "accept_length", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s", "step_time_ms"]
     # Numbers from failed runs must not leak into the medians.
-    metrics = ["decode_tps", "accept_length", "ttft_s"]
     runs = runs.assign(**{m: runs[m].where(runs["run_ok"]) for m in metrics})
-    table = (
-        runs.groupby([*GROUP, "config_id"], dropna=False, sort=False)
+    runs = runs.assign(log_tps=np.log(runs["decode_tps"].where(runs["decode_tps"] > 0)))
+    cells = (
+        runs.groupby([*GROUP, "config_id"], dropna=False, sort=False, observed=True)
         .agg(
-            **{c: (c, "first") for c in CONFIG_COLUMNS},
+            **{c: (c, "first") for c in [*CONFIG_COLUMNS, "source", "engine_version"]},
             decode_tps=("decode_tps", "median"),
+            n_ok=("log_tps", "count"),
+            log_var=("log_tps", "var"),
+            tps_mean=("decode_tps", "mean"),
+            tps_std=("decode_tps", "std"),
             accept_length=("accept_length", "mean"),
             ttft_s=("ttft_s", "median"),
+            ttft_p99_s=("ttft_p99_s", "median"),
+            itl_s=("itl_s", "median"),
+            itl_p99_s=("itl_p99_s", "median"),
+            step_ms=("step_time_ms", "median"),
             repeats_ok=("run_ok", "sum"),
             failures=("failed", "sum"),
             cause=("cause", "first"),
@@ -52,18 +69,74 @@ def step_table(runs: pd.DataFrame) -> pd.DataFrame:
         .reset_index()
         .rename(columns={"config_id": "config"})
     )
-    table["ttft_p50_ms"] = table.pop("ttft_s") * 1000.0
+    for col in ("sweep_id", "host", "engine", "model", "config", "source"):
+        cells[col] = cells[col].astype("object")
+    for src, dst in [("ttft_s", "ttft_p50_ms"), ("ttft_p99_s", "ttft_p99_ms"), ("itl_s", "itl_p50_ms"),
+                     ("itl_p99_s", "itl_p99_ms")]:  # fmt: skip
+        cells[dst] = cells.pop(src) * 1000.0
+    return cells
+
+
+def _versus(table: pd.DataFrame, chosen: pd.Series, prefix: str) -> pd.DataFrame:
+    """The table with each row's group reference (the `chosen` row) as `<prefix>` columns."""
+    ref = table.loc[chosen, [*GROUP, *_STATS]].drop_duplicates(GROUP)
+    ref = ref.rename(columns={c: f"{prefix}{c}" for c in _STATS})
+    return table.merge(ref, on=GROUP, how="left")
+
+
+def step_table(
+    runs: pd.DataFrame, requests: pd.DataFrame | None = None, noisy_cv: float = NOISY_CV
+) -> pd.DataFrame:
+    """One row per (sweep, host, engine, model, concurrency, config): speedups with 95% CIs."""
+    table = _cells(spread_failures(runs))
+    table["tps_ci_lo"], table["tps_ci_hi"] = median_ci(table["decode_tps"], table["n_ok"], table["log_var"])
     table["_base"] = is_baseline(table)
-    base = table.loc[table["_base"], [*GROUP, "decode_tps"]]
-    base = base.drop_duplicates(GROUP).rename(columns={"decode_tps": "_base_tps"})
-    table = table.merge(base, on=GROUP, how="left")
-    table["speedup_pct"] = (table["decode_tps"] / table.pop("_base_tps") - 1.0) * 100.0
+    table = _versus(table, table["_base"], "b_")
+    table["speedup_pct"] = (table["decode_tps"] / table["b_decode_tps"] - 1.0) * 100.0
+    ratio = table["decode_tps"] / table["b_decode_tps"]
+    lo, hi = log_ratio_ci(ratio, table["n_ok"], table["log_var"], table["b_n_ok"], table["b_log_var"])
+    table["speedup_ci_lo"], table["speedup_ci_hi"] = lo.where(~table["_base"]), hi.where(~table["_base"])
+    table["within_noise"] = straddles_zero(table["speedup_ci_lo"], table["speedup_ci_hi"])
+
     eligible = table["failures"].eq(0) & table["decode_tps"].notna()
     ok_tps = table["decode_tps"].where(eligible)
     top = ok_tps.groupby([table[k] for k in GROUP], dropna=False).transform("max")
     table["best"] = eligible & ok_tps.eq(top)
+    table = _versus(table, table["best"], "t_")
+    ratio = table["decode_tps"] / table["t_decode_tps"]
+    lo, hi = log_ratio_ci(ratio, table["n_ok"], table["log_var"], table["t_n_ok"], table["t_log_var"])
+    table["vs_best_ci_lo"], table["vs_best_ci_hi"] = lo.where(~table["best"]), hi.where(~table["best"])
+    # Tied with the best: the interval of (this / best) still contains "no difference".
+    table["tie_best"] = straddles_zero(table["vs_best_ci_lo"], table["vs_best_ci_hi"])
+
+    table["cv_pct"] = table["tps_std"] / table["tps_mean"] * 100.0
+    table["noisy"] = table["cv_pct"].gt(noisy_cv * 100.0)
+    table = _with_equivalence(table, runs, requests)
     # Baseline first, then by step count, top-k, draft tokens (unset before set).
     by = [*GROUP, "_base", "speculative", *CONFIG_COLUMNS[2:], "config"]
     ascending = [c != "_base" for c in by]
     table = table.sort_values(by, ascending=ascending, na_position="first")
     return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def _with_equivalence(table: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | None) -> pd.DataFrame:
+    """The table with text_compared / text_diverged / diverge_word from the request texts."""
+    columns = {"text_compared": "Int64", "text_diverged": "Int64", "diverge_word": "Int64"}
+    if requests is None or requests.empty:
+        return table.assign(**{c: pd.array([pd.NA] * len(table), dtype=t) for c, t in columns.items()})
+    facts = runs.drop_duplicates("fact_id").set_index("fact_id")
+    group_of = facts.groupby(GROUP[:-1], dropna=False, observed=True, sort=False).ngroup()
+    found = equivalence.summary(requests, group_of, facts.index[is_baseline(facts)])
+    keys = facts[[*GROUP[:-1], "config_id"]].astype("object").reset_index()
+    found = found.merge(keys, on="fact_id").rename(columns={"config_id": "config"})
+    found = (  # one cell, several files (rare): their requests add up
+        found.groupby([*GROUP, "config"], dropna=False)
+        .agg(
+            text_compared=("text_compared", "sum"),
+            text_diverged=("text_diverged", "sum"),
+            diverge_word=("diverge_word", "min"),
+        )
+        .reset_index()
+        .astype({"concurrency": "Int64"})
+    )
+    return table.merge(found, on=[*GROUP, "config"], how="left").astype(columns)

@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis import cache
@@ -38,7 +39,8 @@ FLOAT_COLUMNS = [
     "accept_length", "accept_rate", "step_time_ms", "e2e_s",
 ]  # fmt: skip
 # Few distinct values over many rows: categories keep the frames (and the cache) small.
-CATEGORIES = ["path", "sweep_id", "host", "engine", "model", "config_id", "prompt_id", "source"]
+# Greedy outputs repeat across configs, so texts are categories too (and compare as codes).
+CATEGORIES = ["path", "sweep_id", "host", "engine", "model", "config_id", "prompt_id", "source", "text"]
 PARALLEL_MIN = 400  # files to parse before worker processes pay for themselves
 Problems = list[tuple[str, str]]
 
@@ -47,18 +49,29 @@ Problems = list[tuple[str, str]]
 class LoadResult:
     """Runs and requests as frames, the files they came from, and those that could not be read."""
 
-    files: list[Path]
     runs: pd.DataFrame
     requests: pd.DataFrame
     problems: list[tuple[Path, str]] = field(default_factory=list)
 
+    @property
+    def files(self) -> list[Path]:
+        """The files that gave rows, in fact_id order."""
+        return [Path(p) for p in self.runs.drop_duplicates("fact_id").sort_values("fact_id")["path"]]
 
-def fact_paths(root: Path) -> list[Path]:
-    """Fact and JSONL files of one sweep folder (`<host>/<name>.json[l]`); a file names itself."""
-    if root.is_file():
-        return [root]
-    # Only host subfolders hold results; plan.json / sweep.json sit at the sweep root.
-    return sorted(p for pattern in ("*/*.json", "*/*.jsonl") for p in root.glob(pattern) if p.is_file())
+
+def fact_files(root: Path) -> dict[str, cache.Stamp]:
+    """Fact and JSONL files of a sweep folder (`<host>/<name>.json[l]`) by name, with their stamps."""
+    found = {}
+    # Only host subfolders hold results; plan.json / sweep.json sit at the sweep root. os.scandir:
+    # a 10,000-file sweep is listed and stat'ed without building a Path per file.
+    with os.scandir(root) as hosts:
+        for host in (h for h in hosts if h.is_dir()):
+            with os.scandir(host.path) as files:
+                for f in files:
+                    if f.name.endswith((".json", ".jsonl")) and f.is_file():
+                        st = f.stat()
+                        found[f"{host.name}/{f.name}"] = (st.st_size, st.st_mtime_ns)
+    return dict(sorted(found.items()))
 
 
 def read_fact(path: Path) -> Fact:
@@ -72,14 +85,18 @@ def read_fact(path: Path) -> Fact:
     return load_fact(data)
 
 
-def frame(rows: list[Row], columns: list[str]) -> pd.DataFrame:
-    """Rows as a frame with the given columns and their dtypes (empty input included)."""
-    df = pd.DataFrame.from_records(rows, columns=columns)
-    dtypes = {c: "Int64" for c in INT_COLUMNS if c in columns}
-    dtypes |= {c: "float64" for c in FLOAT_COLUMNS if c in columns}
-    dtypes |= {c: "category" for c in CATEGORIES if c in columns and c != "path"}
-    dtypes |= {c: "bool" for c in ("run_ok", "failed", "speculative") if c in columns}
+def typed(df: pd.DataFrame) -> pd.DataFrame:
+    """A run or request frame with its columns' dtypes (categories rebuilt over its rows)."""
+    dtypes = {c: "Int64" for c in INT_COLUMNS if c in df.columns}
+    dtypes |= {c: "float64" for c in FLOAT_COLUMNS if c in df.columns}
+    dtypes |= {c: "category" for c in CATEGORIES if c in df.columns}
+    dtypes |= {c: "bool" for c in ("run_ok", "failed", "speculative") if c in df.columns}
     return df.astype(dtypes)
+
+
+def frame(rows: list[Row], columns: list[str]) -> pd.DataFrame:
+    """Rows as a typed frame with the given columns (empty input included)."""
+    return typed(pd.DataFrame.from_records(rows, columns=columns))
 
 
 def parse(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame, Problems]:
@@ -112,8 +129,8 @@ def parse_many(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFr
     # fork: the workers start with this process's imports instead of paying for them again.
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
         parts = list(pool.map(parse, chunks, [labels] * workers))
-    runs = pd.concat([p[0] for p in parts], ignore_index=True)
-    requests = pd.concat([p[1] for p in parts], ignore_index=True)
+    runs = typed(pd.concat([p[0] for p in parts], ignore_index=True))
+    requests = typed(pd.concat([p[1] for p in parts], ignore_index=True))
     return runs, requests, [x for p in parts for x in p[2]]
 
 
@@ -122,19 +139,19 @@ def _load_folder(root: Path, labels: Labels, where: Path | None) -> cache.Entry:
     if root.is_file():  # one file named on the command line: nothing worth caching
         runs, requests, problems = parse([(root, root.name)], labels)
         return cache.Entry(runs=runs, requests=requests, problems={root.name: problems})
-    paths = fact_paths(root)
-    names = {p: p.relative_to(root).as_posix() for p in paths}
-    stamps = {names[p]: cache.stamp(p) for p in paths}
+    stamps = fact_files(root)
     old = cache.read(where, root)
     fresh = {n for n, s in stamps.items() if old.stamps.get(n) == s}
-    stale = [(p, names[p]) for p in paths if names[p] not in fresh]
+    stale = [(root / n, n) for n in stamps if n not in fresh]
     if not stale and set(old.stamps) == fresh and old.runs is not None:
         return old
     runs, requests, problems = parse_many(stale, labels)
     if old.runs is not None and old.requests is not None and fresh:
         keep = old.runs["path"].isin(fresh)
-        runs = pd.concat([old.runs[keep], runs], ignore_index=True)
-        requests = pd.concat([old.requests[old.requests["path"].isin(fresh)], requests], ignore_index=True)
+        runs = typed(pd.concat([old.runs[keep], runs], ignore_index=True))
+        requests = typed(
+            pd.concat([old.requests[old.requests["path"].isin(fresh)], requests], ignore_index=True)
+        )
     by_file: dict[str, Problems] = {n: v for n, v in old.problems.items() if n in fresh}
     for at, reason in problems:
         by_file.setdefault(at.split(":", 1)[0], []).append((at, reason))
@@ -143,10 +160,15 @@ def _load_folder(root: Path, labels: Labels, where: Path | None) -> cache.Entry:
     return entry
 
 
-def load_sweeps(paths: list[Path], labels: Labels = Labels(), cache_dir: Path | None = None) -> LoadResult:
+NO_LABELS = Labels()
+
+
+def load_sweeps(
+    paths: list[Path], labels: Labels = NO_LABELS, cache_dir: Path | None = None, use_cache: bool = True
+) -> LoadResult:
     """Load every fact and JSONL file under the given folders; unreadable ones become problems."""
     # JSONL overrides change what a file means: such a load neither uses nor fills the cache.
-    where = cache.folder(cache_dir) if labels == Labels() else None
+    where = cache.folder(cache_dir) if use_cache and labels == NO_LABELS else None
     runs: list[pd.DataFrame] = []
     requests: list[pd.DataFrame] = []
     problems: list[tuple[Path, str]] = []
@@ -159,14 +181,26 @@ def load_sweeps(paths: list[Path], labels: Labels = Labels(), cache_dir: Path | 
         prefix = f"{root.parent if root.is_file() else root}{os.sep}"
         for at, reason in (x for bad in entry.problems.values() for x in bad):
             problems.append((Path(prefix + at), reason))
-        runs.append(entry.runs.assign(path=prefix + entry.runs["path"].astype(str)))
-        requests.append(entry.requests.assign(path=prefix + entry.requests["path"].astype(str)))
-    run = pd.concat(runs, ignore_index=True) if runs else frame([], RUN_COLUMNS)
-    req = pd.concat(requests, ignore_index=True) if requests else frame([], REQUEST_COLUMNS)
-    # Categories from different folders do not line up: rebuild them over the whole load.
-    run = run.astype({c: "category" for c in CATEGORIES if c != "path"})
-    req = req.astype({c: "category" for c in CATEGORIES if c in req.columns and c != "path"})
-    codes, files = pd.factorize(run["path"])
+        runs.append(_prefixed(entry.runs, prefix))
+        requests.append(_prefixed(entry.requests, prefix))
+    run = _combine(runs, RUN_COLUMNS)
+    req = _combine(requests, REQUEST_COLUMNS)
+    codes, files = pd.factorize(run["path"].astype(str))
     run["fact_id"] = codes
-    req["fact_id"] = req["path"].map(dict(zip(files, range(len(files)), strict=True))).astype("Int64")
-    return LoadResult(files=[Path(f) for f in files], runs=run[RUN_COLUMNS], requests=req, problems=problems)
+    # A request's fact is its file: map each distinct path once, then every row by its code.
+    ids = dict(zip(files, range(len(files)), strict=True))
+    per_path = np.array([ids.get(str(p), -1) for p in req["path"].cat.categories] + [-1], dtype="int64")
+    req["fact_id"] = per_path[req["path"].cat.codes.to_numpy()]
+    return LoadResult(runs=run[RUN_COLUMNS], requests=req, problems=problems)
+
+
+def _prefixed(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    """The frame with `prefix` before each path (a category: each distinct path once, not each row)."""
+    return df.assign(path=df["path"].cat.rename_categories([prefix + n for n in df["path"].cat.categories]))
+
+
+def _combine(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """Frames of several folders as one, with categories rebuilt over all of them."""
+    if not parts:
+        return frame([], columns)
+    return parts[0] if len(parts) == 1 else typed(pd.concat(parts, ignore_index=True))

@@ -1,4 +1,4 @@
-"""`report` subcommand: print the step-count comparison of one or more sweeps."""
+"""`report` subcommand: the step-count comparison of one or more sweeps, printed and/or written."""
 
 from __future__ import annotations
 
@@ -7,9 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.compare import step_table
-from analysis.load import load_sweeps
-from analysis.render import FORMATS, render
+from analysis.compare import NOISY_CV, step_table
+from analysis.crosshost import SLOW_PCT, cross_host, host_speed
+from analysis.load import LoadResult
+from analysis.options import add_load_options, load
+from analysis.render import FORMATS, Tables, render, render_markdown
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for bad usage; also "nothing to report"
@@ -20,24 +22,71 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "report",
         help="compare configs against the baseline",
-        description="Print decode tok/s, speedup vs baseline and acceptance per config.",
+        description="Print decode tok/s, speedup vs baseline (95%% CI), acceptance, latency per config.",
     )
-    parser.add_argument("sweeps", nargs="+", type=Path, metavar="DIR", help="results/<sweep_id>")
-    parser.add_argument("--format", choices=FORMATS, default="text", help="default: text")
+    add_load_options(parser)
+    parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
+    parser.add_argument(
+        "--out", type=Path, metavar="FOLDER", help="also write report.md, report.html and PNG plots there"
+    )
+    parser.add_argument(
+        "--noisy-cv", type=float, default=NOISY_CV, metavar="RATIO",
+        help=f"flag cells whose per-repeat tok/s vary more than this (std/mean; default {NOISY_CV})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--slow-host-pct", type=float, default=SLOW_PCT, metavar="PCT",
+        help=f"flag hosts this far below the fleet median (default {SLOW_PCT:g})",
+    )  # fmt: skip
     parser.set_defaults(func=run)
 
 
+def build_tables(result: LoadResult, noisy_cv: float = NOISY_CV, slow_pct: float = SLOW_PCT) -> Tables:
+    """The step table, cross-host view and host speeds of loaded results."""
+    step = step_table(result.runs, result.requests, noisy_cv=noisy_cv)
+    return Tables(step=step, cross=cross_host(step), speed=host_speed(step, slow_pct), noisy_cv=noisy_cv)
+
+
+def write_report(tables: Tables, out: Path, problems: list[str]) -> list[Path]:
+    """Write report.md, report.html and every plot (PNG) into `out`; the paths written."""
+    from analysis.html import render_html  # the plotting stack loads only when pictures are wanted
+    from analysis.plots import make_plots
+
+    plots, omitted = make_plots(tables.step, tables.speed)
+    note = f"plots for the first families only: {omitted} more in the tables" if omitted else ""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for p in plots:
+        (out / p.name).write_bytes(p.png)
+        written.append(out / p.name)
+    md = render_markdown(tables)
+    md += "".join(f"\n![{p.caption}]({p.name})\n" for p in plots)
+    files = {
+        "report.md": "# specsweep report\n\n" + (f"{note}\n\n" if note else "") + md,
+        "report.html": render_html(tables, plots, problems, note),
+    }
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+        written.append(out / name)
+    return written
+
+
 def run(args: argparse.Namespace) -> int:
-    """Load, compare, print the table on stdout and unreadable files on stderr."""
-    result = load_sweeps(args.sweeps)
-    if result.facts:
-        sys.stdout.write(render(step_table(result.runs), args.format))
-    if result.problems:
-        print(f"{len(result.problems)} file(s) skipped:", file=sys.stderr)
-        for path, reason in result.problems:
-            print(f"  {path}: {reason}", file=sys.stderr)
-    if not result.facts:
+    """Load, compare, print the table on stdout (problems on stderr), write --out if asked."""
+    result = load(args)
+    if result.runs.empty:
         dirs = " ".join(str(p) for p in args.sweeps)
         print(f"no readable result facts under {dirs}", file=sys.stderr)
         return EXIT_USAGE
+    tables = build_tables(result, args.noisy_cv, args.slow_host_pct)
+    problems = [f"{path}: {reason}" for path, reason in result.problems]
+    if args.format == "html":
+        from analysis.html import render_html
+        from analysis.plots import make_plots
+
+        sys.stdout.write(render_html(tables, make_plots(tables.step, tables.speed)[0], problems))
+    else:
+        sys.stdout.write(render(tables, args.format))
+    if args.out:
+        written = write_report(tables, args.out, problems)
+        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     return EXIT_OK

@@ -28,12 +28,10 @@ def quantile(values: Iterable[float], q: float) -> float | None:
 
 
 def step_time_ms(server_info: dict[str, Any], concurrency: int) -> float | None:
-    """Median SGLang decode step (draft + verify) in ms at this batch size, if the server kept it.
-
-    `step_time_dict` ({"<batch size>": [seconds, ...]}) exists only when the server ran with
-    SGLANG_RECORD_STEP_TIME=1; it counts since boot, which for a sweep is this config's warm-up
-    and repeats (every config gets a fresh server). Anything malformed reads as not recorded.
-    """
+    """Median SGLang decode step (draft + verify) in ms at this batch size, if the server kept it."""
+    # step_time_dict ({"<batch size>": [seconds, ...]}) exists only when the server ran with
+    # SGLANG_RECORD_STEP_TIME=1; it counts since boot, which for a sweep is this config's warm-up
+    # and repeats (every config gets a fresh server). Anything malformed reads as not recorded.
     table = server_info.get("step_time_dict")
     times = table.get(str(concurrency)) if isinstance(table, dict) else None
     if not isinstance(times, list):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from analysis.schema import (
     BenchmarkSettings,
@@ -37,6 +38,18 @@ def config(steps: int | None = None, env_profile: str = "default") -> Config:
     )
 
 
+def grid_config(steps: int, topk: int, draft_tokens: int) -> Config:
+    """An EAGLE-3 grid point named as the sweep names it (s<steps>-k<topk>-d<draft>)."""
+    return Config(
+        id=f"s{steps}-k{topk}-d{draft_tokens}",
+        speculative=True,
+        algorithm="EAGLE3",
+        steps=steps,
+        topk=topk,
+        draft_tokens=draft_tokens,
+    )
+
+
 def run(
     tps: list[float],
     *,
@@ -45,6 +58,7 @@ def run(
     accept_length: float | None = None,
     error: str | None = None,
     ttft_s: float = 0.5,
+    texts: list[str] | None = None,
 ) -> Run:
     """One run whose requests decoded at the given tok/s (the last one errors if asked)."""
     requests = [
@@ -55,7 +69,7 @@ def run(
             e2e_s=ttft_s + 128 / t,
             decode_tps=t,
             itl_s=[1 / t] * 3,
-            text=f"answer {i}",
+            text=texts[i] if texts else f"answer {i}",
         )
         for i, t in enumerate(tps)
     ]
@@ -80,20 +94,24 @@ def fact(
     sweep_id: str = "sweep-1",
     host: str = "gpu-a",
     failure: Failure | None = None,
+    engine: Engine | None = None,
+    started_at: float = 1.0,
+    server_info: dict[str, Any] | None = None,
 ) -> Fact:
     """A fact for one config; status follows from whether a failure is given."""
     return Fact(
         sweep_id=sweep_id,
         host=host,
         config=cfg,
-        engine=Engine(name="sglang", model="Kimi-K2.5", launcher="nohup", version="0.5.0"),
+        engine=engine or Engine(name="sglang", model="Kimi-K2.5", launcher="nohup", version="0.5.0"),
         launch=Launch(argv=["python", "-m", "sglang.launch_server"], env={}),
         host_facts=HostFacts(hostname=host),
-        timings=Timings(started_at=1.0, finished_at=2.0),
+        timings=Timings(started_at=started_at, finished_at=started_at + 1.0),
         status="failed" if failure else "ok",
         benchmark=BenchmarkSettings("specsweep-bench/1", "seed", "0" * 64, 128, 1, 3, [1]),
         runs=runs,
         failure=failure,
+        server_info=server_info or {},
     )
 
 

@@ -15,6 +15,7 @@ from factories import config, crash, fact, run, write_sweep
 from analysis.compare import step_table
 from analysis.load import load_sweeps
 from analysis.render import render
+from analysis.report import build_tables
 from analysis.schema import to_dict
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +51,23 @@ def seed_sweep(root: Path) -> Path:
         fact(config(7), [], failure=crash()),
     ]
     return write_sweep(root, facts)
+
+
+def rendered(sweep: Path, fmt: str) -> str:
+    """The report of one sweep folder in one format, as `report` prints it."""
+    return render(build_tables(load_sweeps([sweep])), fmt)
+
+
+def text_lines(text: str) -> dict[str, str]:
+    """Table lines of a text report by config id (the best / tie marker column skipped)."""
+    out = {}
+    for line in text.splitlines():
+        words = line.split()
+        if words and words[0] in ("*", "≈"):
+            words = words[1:]
+        if words:
+            out.setdefault(words[0], line)
+    return out
 
 
 def row(table: pd.DataFrame, config_id: str) -> pd.Series:
@@ -95,7 +113,7 @@ def test_missing_baseline_gives_nan_speedup_rendered_as_dash(tmp_path: Path) -> 
     sweep = write_sweep(tmp_path, [fact(config(2), [run([94.0])])])
     table = step_table(load_sweeps([sweep]).runs)
     assert math.isnan(row(table, "s2")["speedup_pct"])
-    line = next(ln for ln in render(table, "text").splitlines() if "s2" in ln)
+    line = text_lines(rendered(sweep, "text"))["s2"]
     assert "94.0" in line and "–" in line and "%" not in line, line
 
 
@@ -123,7 +141,7 @@ def test_unreadable_files_are_reported_by_name_and_skipped(tmp_path: Path) -> No
     assert set(problems) == {"s9.json", "s4.json"}, problems
     assert "not valid JSON" in problems["s9.json"]
     assert "schema_version 99" in problems["s4.json"]
-    assert len(result.facts) == 5
+    assert len(result.files) == 5
     assert "s4" not in set(result.runs["config_id"])
 
 
@@ -134,8 +152,7 @@ def test_requests_keep_their_texts_for_equivalence_checks(tmp_path: Path) -> Non
 
 
 def test_render_text_shows_rounded_numbers_and_marks_best(tmp_path: Path) -> None:
-    text = render(step_table(load_sweeps([seed_sweep(tmp_path)]).runs), "text")
-    lines = {ln.split()[1] if ln.startswith("*") else ln.split()[0]: ln for ln in text.splitlines() if ln}
+    lines = text_lines(rendered(seed_sweep(tmp_path), "text"))
     assert lines["s2"].startswith("*") and "94.0" in lines["s2"] and "+5.9%" in lines["s2"]
     assert "2.40" in lines["s2"]
     assert "-4.3%" in lines["s5"]
@@ -145,7 +162,7 @@ def test_render_text_shows_rounded_numbers_and_marks_best(tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("fmt", ["csv", "json", "markdown"])
 def test_machine_formats_carry_the_table(tmp_path: Path, fmt: str) -> None:
-    out = render(step_table(load_sweeps([seed_sweep(tmp_path)]).runs), fmt)
+    out = rendered(seed_sweep(tmp_path), fmt)
     assert "s2" in out and ("5.855" in out or "+5.9%" in out), out
 
 

@@ -1,0 +1,237 @@
+"""Static PNG plots of a step table (matplotlib's Agg renderer: no display, no browser, no JS).
+
+Figures are made with `matplotlib.figure.Figure` and the Agg canvas directly, never pyplot: no
+global figure state, nothing to close, and pyplot's import cost is not paid. One "family" is a
+(sweep, engine, model, concurrency); each gets up to four plots.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from analysis.crosshost import FAMILY
+from analysis.figures import Plot, layout, legend_inches, png, slug, title
+
+MAX_LINES = 8  # lines per axes before hosts are summarised (each host's best per step count)
+MAX_FAMILIES = 6  # families plotted per report; the tables still cover every one
+
+
+def _lines(spec: pd.DataFrame) -> tuple[list[tuple[str, str, pd.DataFrame]], str]:
+    """(label, host, points by step count) per line, and a note when lines were summarised."""
+    hosts = sorted(spec["host"].unique())
+    series = ["topk", "env_profile"]
+    multi = [c for c in series if spec[c].nunique(dropna=False) > 1]
+    per_line = [*(["host"] if len(hosts) > 1 else []), *multi]
+    note = ""
+    if spec.groupby(["host", *multi], dropna=False).ngroups > MAX_LINES:
+        per_line, note = ["host"], "each host's best config per step count"
+        if len(hosts) > MAX_LINES:
+            hosts = hosts[:MAX_LINES]
+            note += f"; first {MAX_LINES} of {spec['host'].nunique()} hosts"
+    spec = spec[spec["host"].isin(hosts)]
+    lines = []
+    for key, part in spec.groupby(per_line or ["host"], dropna=False, sort=True):
+        key = key if isinstance(key, tuple) else (key,)
+        names = dict(zip(per_line or ["host"], key, strict=True))
+        label = ", ".join(
+            f"{c} {v}" if c in ("topk",) else str(v)
+            for c, v in names.items()
+            if c != "host" or len(hosts) > 1
+        )
+        # Several configs at one step count (draft tokens, top-k): show the fastest.
+        best = part.sort_values("decode_tps", ascending=False).drop_duplicates("steps").sort_values("steps")
+        lines.append((label or "speculative", str(part["host"].iloc[0]), best))
+    return lines, note
+
+
+def _styles(lines: list[tuple[str, str, pd.DataFrame]]) -> list[dict[str, str]]:
+    """Per line: one colour per host (per series when there is one host), line and marker per series."""
+    hosts = list(dict.fromkeys(h for _, h, _ in lines))
+    seen: dict[str, int] = {}
+    out = []
+    for i, (_, host, _) in enumerate(lines):
+        k = seen[host] = seen.get(host, -1) + 1
+        color = f"C{hosts.index(host) % 10}" if len(hosts) > 1 else f"C{i % 10}"
+        out.append({"color": color, "ls": ("-", "--", "-.", ":")[k % 4], "marker": "os^D"[k % 4]})
+    return out
+
+
+def _clip_y(ax: Any, lines: list[tuple[str, str, pd.DataFrame]], baselines: pd.Series) -> bool:
+    """Fit the y axis to the medians, not to huge intervals (2 repeats: t = 12.7); True if clipped."""
+    y = pd.concat([pts["decode_tps"] for _, _, pts in lines] + [baselines.dropna()])
+    lo_ci = pd.concat([pts["tps_ci_lo"] for _, _, pts in lines]).min()
+    hi_ci = pd.concat([pts["tps_ci_hi"] for _, _, pts in lines]).max()
+    floor, ceil = 0.5 * y.min(), 1.5 * y.max()
+    lo = max(lo_ci if pd.notna(lo_ci) else y.min(), floor)
+    hi = min(hi_ci if pd.notna(hi_ci) else y.max(), ceil)
+    pad = 0.08 * max(hi - lo, 0.05 * y.max())
+    ax.set_ylim(min(lo, y.min()) - pad, max(hi, y.max()) + pad)
+    return bool((pd.notna(lo_ci) and lo_ci < floor) or (pd.notna(hi_ci) and hi_ci > ceil))
+
+
+def tokps_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
+    """Median decode tok/s by step count with 95% CI bars, each host's baseline as a dashed line."""
+    spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["decode_tps"].notna()]
+    if spec.empty:
+        return None
+    lines, note = _lines(spec)
+    fig = Figure(figsize=(8, 4.6))
+    ax = fig.add_subplot()
+    styles = _styles(lines)
+    for (label, _, pts), style in zip(lines, styles, strict=True):
+        x = pts["steps"].astype(float).to_numpy()
+        y = pts["decode_tps"].to_numpy(dtype=float)
+        err = np.vstack(
+            [y - pts["tps_ci_lo"].to_numpy(dtype=float), pts["tps_ci_hi"].to_numpy(dtype=float) - y]
+        )
+        ax.errorbar(x, y, yerr=np.nan_to_num(err), capsize=3, label=label, **style)
+    colors = {host: style["color"] for (_, host, _), style in zip(lines, styles, strict=True)}
+    base = part[
+        ~part["speculative"].astype(bool) & part["env_profile"].eq("default") & part["host"].isin(colors)
+    ]
+    for _, row in base.dropna(subset=["decode_tps"]).iterrows():
+        several = len(colors) > 1
+        color = colors[row["host"]] if several else "0.3"
+        who = f"{row['host']} " if several else ""
+        ax.axhline(
+            row["decode_tps"], ls=":", lw=1.8, color=color, label=f"{who}baseline {row['decode_tps']:.1f}"
+        )
+    if _clip_y(ax, lines, base["decode_tps"]):
+        note = ", ".join(filter(None, [note, "some CI bars run off the axes: few repeats"]))
+    ax.set_xlabel("speculative steps")
+    ax.set_ylabel("median decode tok/s (95% CI)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title(key) + (f"\n({note})" if note else ""), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    layout(fig, 0.8, legend_inches(ax), 0.75 if note else 0.45, 0.55)
+    return Plot(
+        name, "Decode tok/s vs speculative steps (bars: 95% CI over repeats; dotted: baseline)", png(fig)
+    )
+
+
+def accept_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
+    """Mean accept length by step count, one line per host or series."""
+    spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["accept_length"].notna()]
+    if spec.empty:
+        return None
+    lines, note = _lines(spec.assign(decode_tps=spec["decode_tps"].fillna(0.0)))
+    fig = Figure(figsize=(8, 4.6))
+    ax = fig.add_subplot()
+    top = 1.0
+    for (label, _, pts), style in zip(lines, _styles(lines), strict=True):
+        ax.plot(pts["steps"].astype(float), pts["accept_length"], label=label, alpha=0.85, **style)
+        top = max(top, float(pts["steps"].max()) + 1)
+    ax.plot([0, top - 1], [1, top], ls=":", color="0.5", label="every draft accepted (steps + 1)")
+    ax.set_xlim(0.5, top - 0.5)
+    ax.set_xlabel("speculative steps")
+    ax.set_ylabel("accept length (tokens per verify step)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title(key) + (f"\n({note})" if note else ""), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    layout(fig, 0.8, legend_inches(ax), 0.75 if note else 0.45, 0.55)
+    return Plot(name, "Accept length vs speculative steps (dotted: the most a step count allows)", png(fig))
+
+
+def speedup_heatmap(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
+    """Speedup % over a steps x top-k grid (best draft-token count per cell; median over hosts)."""
+    spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["topk"].notna()]
+    if spec["topk"].nunique() < 2 or spec["speedup_pct"].notna().sum() == 0:
+        return None
+    best = spec.groupby(["host", "steps", "topk"])["speedup_pct"].max()
+    grid = best.groupby(["steps", "topk"]).median().unstack("topk").sort_index()
+    values = grid.to_numpy(dtype=float)
+    span = max(float(np.nanmax(np.abs(values))), 1.0)
+    fig = Figure(figsize=(1.1 * grid.shape[1] + 3.2, 0.45 * grid.shape[0] + 2.0))
+    ax = fig.add_subplot()
+    image = ax.imshow(
+        np.ma.masked_invalid(values), cmap="RdBu", norm=TwoSlopeNorm(0.0, -span, span), aspect="auto"
+    )
+    ax.set_xticks(range(grid.shape[1]), [str(int(k)) for k in grid.columns])
+    ax.set_yticks(range(grid.shape[0]), [str(int(s)) for s in grid.index])
+    for (r, c), v in np.ndenumerate(values):
+        dark = not np.isnan(v) and abs(v) > 0.6 * span  # white on the saturated ends of the scale
+        ax.text(c, r, "–" if np.isnan(v) else f"{v:+.1f}", ha="center", va="center", fontsize=8,
+                color="white" if dark else "black")  # fmt: skip
+    ax.set_xlabel("top-k")
+    ax.set_ylabel("speculative steps")
+    hosts = part["host"].nunique()
+    ax.set_title(title(key) + (f"\nmedian over {hosts} hosts" if hosts > 1 else ""), fontsize=9)
+    fig.colorbar(image, ax=ax, label="speedup vs baseline (%)", fraction=0.08, pad=0.04)
+    layout(fig, 0.75, 1.0, 0.75, 0.6)
+    return Plot(name, "Speedup % by steps and top-k (best draft-token count in each cell)", png(fig))
+
+
+def per_host(part: pd.DataFrame, speed: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
+    """Baseline and best-config tok/s per host as a dot plot, the fleet median; slow hosts in red."""
+    if part["host"].nunique() < 2:
+        return None
+    base = part[~part["speculative"].astype(bool) & part["env_profile"].eq("default")]
+    base = base.drop_duplicates("host").set_index("host")["decode_tps"]
+    top = part[part["best"].astype(bool)].drop_duplicates("host").set_index("host")
+    hosts = sorted(part["host"].unique(), reverse=True)
+    y = np.arange(len(hosts))
+    fig = Figure(figsize=(10, max(3.0, 0.22 * len(hosts) + 1.3)))
+    ax = fig.add_subplot()
+    best = top["decode_tps"].reindex(hosts).to_numpy(dtype=float)
+    err = np.vstack([best - top["tps_ci_lo"].reindex(hosts), top["tps_ci_hi"].reindex(hosts) - best])
+    # A dot plot, not bars: hosts differ by a few percent, which bars from zero would hide.
+    ax.hlines(y, base.reindex(hosts), best, color="0.8", lw=1.5)
+    ax.plot(base.reindex(hosts), y, "o", color="0.55", ms=5, label="baseline")
+    ax.errorbar(
+        best, y, xerr=np.nan_to_num(err), fmt="o", color="C0", ms=5, capsize=2, label="best config (95% CI)"
+    )
+    median = float(np.nanmedian(best))
+    ax.axvline(median, ls="--", color="C1", label=f"fleet median of best {median:.1f}")
+    slow = set(speed.loc[speed["slow"], "host"])
+    ax.set_yticks(y, [f"{h} ({top['config'].get(h, '–')})" for h in hosts], fontsize=8)
+    for tick, h in zip(ax.get_yticklabels(), hosts, strict=True):
+        tick.set_color("C3" if h in slow else "black")
+    ax.set_ylim(-0.7, len(hosts) - 0.3)
+    ax.set_xlabel("median decode tok/s")
+    ax.set_title(title(key) + "\nper host: baseline → best config (red: slow host)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    longest = max(len(t.get_text()) for t in ax.get_yticklabels())
+    layout(fig, 0.25 + 0.062 * longest, legend_inches(ax), 0.7, 0.55)
+    return Plot(name, "Per host: baseline and best config (config in parentheses)", png(fig))
+
+
+def _draw(task: tuple[Callable[..., Plot | None], tuple[Any, ...]]) -> Plot | None:
+    """Run one plotting function (in a worker process when there are several)."""
+    function, args = task
+    return function(*args)
+
+
+def make_plots(step: pd.DataFrame, speed: pd.DataFrame) -> tuple[list[Plot], int]:
+    """Every plot of the first MAX_FAMILIES families, and how many families were left out."""
+    tasks: list[tuple[Callable[..., Plot | None], tuple[Any, ...]]] = []
+    families = list(step.groupby(FAMILY, dropna=False, sort=False))
+    for key, part in families[:MAX_FAMILIES]:
+        stem = slug(key)
+        family_speed = speed.merge(pd.DataFrame([key], columns=FAMILY), on=FAMILY)
+        tasks += [
+            (tokps_vs_steps, (part, key, f"{stem}_tokps_vs_steps.png")),
+            (accept_vs_steps, (part, key, f"{stem}_accept_vs_steps.png")),
+            (speedup_heatmap, (part, key, f"{stem}_speedup_heatmap.png")),
+            (per_host, (part, family_speed, key, f"{stem}_per_host.png")),
+        ]
+    workers = min(len(tasks), os.cpu_count() or 1, 4)
+    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
+        # Drawing is CPU-bound Python: one figure per core. fork: workers reuse these imports.
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            made = list(pool.map(_draw, tasks))
+    else:
+        made = [_draw(t) for t in tasks]
+    return [p for p in made if p is not None], max(0, len(families) - MAX_FAMILIES)

@@ -1,0 +1,196 @@
+"""Time `python -m analysis report --out` over 10,000 synthetic fact files and print a table.
+
+Not a test: numbers, not verdicts. The facts are built from the schema's dataclasses with the
+suite's default benchmark settings (3 repeats x 4 prompts x 96 tokens, like a real fact of about
+25 KB), one fleet sweep of 50 hosts x 200 configs (steps x top-k x draft tokens x 2 NCCL
+profiles). Rows: the full CLI (fresh interpreter, imports included) cold (`--no-cache`: every file
+parsed) and warm (rows of unchanged files reused from the cache, the everyday re-report), plus a
+phase breakdown of one warm report in-process. Target (issue 4): full report <= 3 s.
+
+    .venv/bin/python bench/analysis_report.py [--files 10000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from analysis.schema import (  # noqa: E402 - after the path set-up, as a script
+    BenchmarkSettings,
+    Config,
+    Engine,
+    Fact,
+    HostFacts,
+    Launch,
+    RequestResult,
+    Run,
+    SpecStats,
+    Timings,
+    load_fact,
+    to_dict,
+)
+
+TEXT = "    for part in line.strip().split(';'):\n        key, _, value = part.partition('=')\n" * 3
+
+
+def grid(n: int) -> list[Config]:
+    """n configs: a baseline per NCCL profile, then valid (steps, topk, draft tokens) points."""
+    options = [(1, 0), (2, 4), (2, 8), (4, 8), (4, 16), (8, 16), (8, 32), (8, 64), (2, 16), (4, 32), (8, 128)]
+    points = [(s, k, d) for s in range(1, 17) for k, d in options if k == 1 or d <= s * k + 1]
+    out = []
+    for profile in ("default", "nccl_ll_ring"):
+        suffix = "" if profile == "default" else f"+{profile}"
+        out.append(Config(id=f"baseline{suffix}", speculative=False, env_profile=profile))
+        for s, k, d in points[: n // 2 - 1]:
+            d = d or s + 1
+            cid = f"s{s}-k{k}-d{d}{suffix}"
+            out.append(Config(cid, True, "EAGLE3", s, k, d, profile))
+    return out[:n]
+
+
+def template(repeats: int, prompts: int, tokens: int) -> Fact:
+    """One schema-valid fact with the suite's default benchmark shape."""
+    req = RequestResult("p", tokens, 0.21, 1.3, 90.0, [0.0111] * (tokens - 1), TEXT)
+    runs = [Run(r, 1, 12.0, [req] * prompts, SpecStats(300, 250, 120, 2.5, 0.83)) for r in range(repeats)]
+    return Fact(
+        sweep_id="fleet", host="h", config=Config("baseline", False),
+        engine=Engine("sglang", "/data/models/Kimi-K2.5-int4", "nohup", "0.5.23"),
+        launch=Launch(["python", "-m", "sglang.launch_server"], {"NCCL_PROTO": "LL"}),
+        host_facts=HostFacts("h", "AMD EPYC", 128, 1 << 20), timings=Timings(1e9, 1e9 + 900),
+        status="ok", runs=runs,
+        benchmark=BenchmarkSettings("specsweep-bench/1", "code.jsonl", "0" * 64, tokens, 1, repeats, [1]),
+        server_info={"step_time_dict": {"1": [0.0217] * 50}},
+    )  # fmt: skip
+
+
+def generate(root: Path, files: int, repeats: int, prompts: int, tokens: int) -> Path:
+    """Write `files` facts as <root>/fleet/<host>/<config>.json (record.py's JSON layout)."""
+    base = to_dict(template(repeats, prompts, tokens))
+    load_fact(base)  # the template is valid: only numbers and names change below
+    configs = grid(200)
+    hosts = [f"gpu-node-{i:02d}" for i in range(max(1, files // len(configs)))]
+    rng = random.Random(4)
+    written = 0
+    for host in hosts:
+        speed = rng.uniform(0.9, 1.05)
+        for cfg in configs:
+            if written == files:
+                return root / "fleet"
+            doc = copy.deepcopy(base)
+            doc["host"], doc["host_facts"]["hostname"] = host, host
+            doc["config"] = to_dict_config(cfg)
+            gain = (
+                1.0
+                + (0.02 * (cfg.steps or 0) - 0.004 * (cfg.steps or 0) ** 2) * (1.0 / (cfg.topk or 1)) ** 0.3
+            )
+            for r in doc["runs"]:
+                tps = 88.8 * speed * gain * rng.gauss(1.0, 0.01)
+                for q in r["requests"]:
+                    q["decode_tps"] = tps * rng.gauss(1.0, 0.003)
+                    q["ttft_s"] = 0.2 * rng.uniform(0.95, 1.1)
+                r["spec"]["accept_length"] = 1 + 0.55 * (cfg.steps or 0) if cfg.speculative else None
+            path = root / "fleet" / host / f"{cfg.id}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+            written += 1
+    return root / "fleet"
+
+
+def to_dict_config(cfg: Config) -> dict[str, object]:
+    """A Config as its JSON object."""
+    return {
+        k: getattr(cfg, k)
+        for k in ("id", "speculative", "algorithm", "steps", "topk", "draft_tokens", "env_profile")
+    }
+
+
+def cli_seconds(sweep: Path, out: Path, env: dict[str, str], *extra: str) -> float:
+    """Wall seconds of one `python -m analysis report DIR --out OUT` (output discarded)."""
+    start = time.perf_counter()
+    argv = [sys.executable, "-m", "analysis", "report", str(sweep), "--out", str(out), *extra]
+    subprocess.run(argv, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def phases(sweep: Path, out: Path) -> list[tuple[str, float]]:
+    """Seconds of each phase of one warm report, in this process (imports first, once)."""
+    t = time.perf_counter()
+    from analysis.load import load_sweeps
+    from analysis.report import build_tables, write_report
+
+    marks = [("imports (pandas, matplotlib, analysis)", time.perf_counter() - t)]
+    import analysis.plots  # noqa: F401 - counted with the imports
+
+    marks[0] = (marks[0][0], time.perf_counter() - t)
+    t = time.perf_counter()
+    result = load_sweeps([sweep])
+    marks.append(("load (cached rows)", time.perf_counter() - t))
+    t = time.perf_counter()
+    tables = build_tables(result)
+    marks.append(("tables (CIs, equivalence, cross-host)", time.perf_counter() - t))
+    t = time.perf_counter()
+    from analysis.render import render
+
+    render(tables, "text")
+    marks.append(("render text", time.perf_counter() - t))
+    t = time.perf_counter()
+    write_report(tables, out, [])
+    marks.append(("--out: plots, report.md, report.html", time.perf_counter() - t))
+    return marks
+
+
+def main() -> int:
+    """Generate, time, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5, help="timed warm runs (cold: 2)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--prompts", type=int, default=4)
+    parser.add_argument("--max-tokens", type=int, default=96)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="specsweep-bench-") as tmp:
+        root = Path(tmp)
+        t = time.perf_counter()
+        sweep = generate(root, args.files, args.repeats, args.prompts, args.max_tokens)
+        size = sum(p.stat().st_size for p in sweep.rglob("*.json")) / 1e6
+        print(
+            f"generated {args.files} facts ({size:.0f} MB) in {time.perf_counter() - t:.1f} s",
+            file=sys.stderr,
+        )
+        env = os.environ | {"SPECSWEEP_ANALYSIS_CACHE": str(root / "cache")}
+        cold = [cli_seconds(sweep, root / "out", env, "--no-cache") for _ in range(2)]
+        cli_seconds(sweep, root / "out", env)  # fills the cache (not timed: a cold run that also writes it)
+        warm = [cli_seconds(sweep, root / "out", env) for _ in range(args.runs)]
+        os.environ["SPECSWEEP_ANALYSIS_CACHE"] = env["SPECSWEEP_ANALYSIS_CACHE"]
+        breakdown = phases(sweep, root / "out-phases")
+        plots = len(list((root / "out").glob("*.png")))
+    load = os.getloadavg()[0]
+    shape = f"{args.repeats} repeats x {args.prompts} prompts x {args.max_tokens} tokens, {size:.0f} MB"
+    print(
+        f"\n{args.files} fact files ({shape}), {plots} PNGs; {os.cpu_count()} CPUs, load average {load:.1f}"
+    )
+    print(f"{'row':<52} {'runs':>4} {'median s':>9} {'max s':>7}  target")
+    rows = [("report --out, cold (--no-cache: parse every file)", cold, ""),
+            ("report --out, warm (cached rows of unchanged files)", warm, "<= 3 s")]  # fmt: skip
+    for name, times, target in rows:
+        print(f"{name:<52} {len(times):>4} {statistics.median(times):>9.2f} {max(times):>7.2f}  {target}")
+    print("\nphases of one warm report, in-process:")
+    for name, secs in breakdown:
+        print(f"  {name:<50} {secs:>6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""`report --out`: PNG plots, a self-contained HTML page, Markdown; and the loader's row cache."""
+
+from __future__ import annotations
+
+import base64
+import re
+import struct
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from factories import config, fact, grid_config, run, write_sweep
+
+from analysis import load
+from analysis.cli import main
+from analysis.load import load_sweeps
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def grid_sweep(root: Path, hosts: tuple[str, ...] = ("gpu-a", "gpu-b")) -> Path:
+    """Two hosts, a baseline and a steps x top-k grid, 3 repeats each, the second host 10% slower."""
+    facts = []
+    for h, host in enumerate(hosts):
+        scale = 1.0 - 0.1 * h
+        cells = [(config(), 88.8, None)] + [
+            (
+                grid_config(s, k, s * k + 1 if k > 1 else s + 1),
+                88.8 * (1 + 0.03 * s - 0.02 * k),
+                1 + 0.6 * s / k,
+            )
+            for s in (1, 2, 3)
+            for k in (1, 2)
+        ]
+        for cfg, tps, accept in cells:
+            runs = [
+                run([tps * scale * f], repeat=i, accept_length=accept) for i, f in enumerate((1, 1.01, 0.99))
+            ]
+            facts.append(fact(cfg, runs, host=host))
+    return write_sweep(root, facts)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """Width and height from a PNG's IHDR chunk."""
+    assert data.startswith(PNG), data[:8]
+    return struct.unpack(">II", data[16:24])
+
+
+def test_out_writes_plots_markdown_and_self_contained_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    out = tmp_path / "out"
+    assert main(["report", str(grid_sweep(tmp_path)), "--out", str(out)]) == 0
+    pngs = sorted(out.glob("*.png"))
+    kinds = sorted(p.name.rsplit("_c1_", 1)[1] for p in pngs)
+    assert kinds == ["accept_vs_steps.png", "per_host.png", "speedup_heatmap.png", "tokps_vs_steps.png"], pngs
+    for p in pngs:
+        width, height = png_size(p.read_bytes())
+        assert width >= 400 and height >= 250, (p.name, width, height)
+    html = (out / "report.html").read_text(encoding="utf-8")
+    embedded = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    assert sorted(base64.b64decode(e) for e in embedded) == sorted(p.read_bytes() for p in pngs)
+    # Opens offline: nothing is fetched, from anywhere.
+    assert not re.search(r"https?:|(src|href)\s*=\s*['\"](?!data:)|<script|<link|@import|url\(", html, re.I)
+    assert "<style>" in html and "s3-k2-d7" in html and "gpu-b" in html
+    assert html.count("<tr class=best>") == 2, "one best row per host's table"
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert all(f"]({p.name})" in md for p in pngs), md
+    assert sorted(p.name for p in out.iterdir() if p.suffix != ".png") == ["report.html", "report.md"]
+    assert "wrote 6 files" in capsys.readouterr().err
+
+
+def test_heatmap_and_per_host_plots_need_a_grid_and_several_hosts(tmp_path: Path) -> None:
+    facts = [fact(config(s), [run([90.0 + (s or 0)], repeat=r) for r in range(2)]) for s in (None, 1, 2)]
+    out = tmp_path / "out"
+    assert main(["report", str(write_sweep(tmp_path, facts)), "--out", str(out)]) == 0
+    assert sorted(p.name.rsplit("_c1_", 1)[1] for p in out.glob("*.png")) == ["tokps_vs_steps.png"]
+
+
+def test_format_html_prints_the_page_with_its_plots(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["report", str(grid_sweep(tmp_path, hosts=("gpu-a",))), "--format", "html"]) == 0
+    page = capsys.readouterr().out
+    assert page.startswith("<!DOCTYPE html>") and page.count("data:image/png;base64,") == 3
+
+
+def test_cached_rows_match_a_fresh_parse_and_follow_file_changes(
+    tmp_path: Path, analysis_cache: Path
+) -> None:
+    sweep = grid_sweep(tmp_path)
+    fresh = load_sweeps([sweep], use_cache=False)
+    first = load_sweeps([sweep])
+    assert list(analysis_cache.glob("*.pickle")), "the first load fills the cache"
+    again = load_sweeps([sweep])
+    pd.testing.assert_frame_equal(again.runs, fresh.runs)
+    pd.testing.assert_frame_equal(again.requests, fresh.requests)
+    pd.testing.assert_frame_equal(first.runs, fresh.runs)
+    # A rewritten fact is read again; a removed one disappears; a broken one is reported every time.
+    target = sweep / "gpu-a" / "s2-k1-d3.json"
+    write_sweep(tmp_path, [fact(grid_config(2, 1, 3), [run([55.5])], host="gpu-a")])
+    (sweep / "gpu-b" / "baseline.json").unlink()
+    (sweep / "gpu-b" / "broken.json").write_text("{", encoding="utf-8")
+    for _ in range(2):
+        result = load_sweeps([sweep])
+        runs = result.runs.set_index(["host", "config_id"])
+        assert runs.loc[("gpu-a", "s2-k1-d3"), "decode_tps"] == 55.5 and target.exists()
+        assert ("gpu-b", "baseline") not in runs.index
+        assert [p.name for p, _ in result.problems] == ["broken.json"]
+
+
+def test_parallel_parse_gives_the_same_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep = grid_sweep(tmp_path)
+    serial = load_sweeps([sweep], use_cache=False)
+    monkeypatch.setattr(load, "PARALLEL_MIN", 2)
+    monkeypatch.setattr(load.os, "cpu_count", lambda: 2)
+    parallel = load_sweeps([sweep], use_cache=False)
+    key = ["path", "run_index"]
+    pd.testing.assert_frame_equal(
+        parallel.runs.sort_values(key).drop(columns="fact_id").reset_index(drop=True),
+        serial.runs.sort_values(key).drop(columns="fact_id").reset_index(drop=True),
+        check_categorical=False,
+    )
