@@ -143,3 +143,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     plan = subparsers.add_parser("record-plan", help="write plan.json from the playbook's JSON on stdin")
     plan.add_argument("--out", required=True)
     plan.set_defaults(func=_record_plan)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m analysis.record ...`: the playbook's writer without the report's heavy imports."""
+    parser = argparse.ArgumentParser(prog="python -m analysis.record", description=__doc__.splitlines()[0])
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
