@@ -52,6 +52,23 @@ def test_bad_input_fails_with_one_line_naming_the_variable_before_any_host_is_to
     assert not os.path.exists("/tmp/specsweep-pwned")
 
 
+def test_missing_model_stops_that_host_before_it_launches_anything(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1", *QUICK,
+        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/absent.gguf",
+                               "llama_server_assemble_model": False}),
+    )  # fmt: skip
+    assert run.proc.returncode != 0
+    for host in ("sshost1", "sshost2"):
+        assert f"{host}: model file /opt/absent.gguf does not exist on {host}" in run.output, run.output[
+            -3000:
+        ]
+    assert run.facts() == {}  # nothing was measured, so nothing was launched
+    assert "Launch the server" not in run.output
+
+
 def test_crash_during_load_is_recorded_and_sweep_continues(
     sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
