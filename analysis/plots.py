@@ -79,6 +79,17 @@ def _clip_y(ax: Any, lines: list[tuple[str, str, pd.DataFrame]], baselines: pd.S
     return bool((pd.notna(lo_ci) and lo_ci < floor) or (pd.notna(hi_ci) and hi_ci > ceil))
 
 
+def _finish_steps_axes(fig: Figure, ax: Any, key: tuple[object, ...], note: str, ylabel: str) -> None:
+    """Labels, title, grid, legend and margins shared by the plots over step counts."""
+    ax.set_xlabel("speculative steps")
+    ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(title(key) + (f"\n({note})" if note else ""), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+    layout(fig, 0.8, legend_inches(ax), 0.75 if note else 0.45, 0.55)
+
+
 def tokps_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
     """Median decode tok/s by step count with 95% CI bars, each host's baseline as a dashed line."""
     spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["decode_tps"].notna()]
@@ -108,13 +119,7 @@ def tokps_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Pl
         )
     if _clip_y(ax, lines, base["decode_tps"]):
         note = ", ".join(filter(None, [note, "some CI bars run off the axes: few repeats"]))
-    ax.set_xlabel("speculative steps")
-    ax.set_ylabel("median decode tok/s (95% CI)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(title(key) + (f"\n({note})" if note else ""), fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    layout(fig, 0.8, legend_inches(ax), 0.75 if note else 0.45, 0.55)
+    _finish_steps_axes(fig, ax, key, note, "median decode tok/s (95% CI)")
     return Plot(
         name, "Decode tok/s vs speculative steps (bars: 95% CI over repeats; dotted: baseline)", png(fig)
     )
@@ -134,13 +139,7 @@ def accept_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> P
         top = max(top, float(pts["steps"].max()) + 1)
     ax.plot([0, top - 1], [1, top], ls=":", color="0.5", label="every draft accepted (steps + 1)")
     ax.set_xlim(0.5, top - 0.5)
-    ax.set_xlabel("speculative steps")
-    ax.set_ylabel("accept length (tokens per verify step)")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title(title(key) + (f"\n({note})" if note else ""), fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    layout(fig, 0.8, legend_inches(ax), 0.75 if note else 0.45, 0.55)
+    _finish_steps_axes(fig, ax, key, note, "accept length (tokens per verify step)")
     return Plot(name, "Accept length vs speculative steps (dotted: the most a step count allows)", png(fig))
 
 

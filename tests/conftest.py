@@ -17,6 +17,18 @@ from testhosts import APT_PACKAGES, MakeHosts, NetnsHosts, missing_prerequisites
 SSH_HOST_NAMES = ("sshost1", "sshost2")
 
 
+def tear_down(started: Sequence[NetnsHosts | NspawnHost]) -> None:
+    """Tear down test hosts, newest first; report every failure once all have been tried."""
+    errors = []
+    for hosts in reversed(started):
+        try:
+            hosts.teardown()
+        except RuntimeError as exc:
+            errors.append(str(exc))
+    if errors:
+        pytest.fail("\n".join(errors), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def make_ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeHosts]:
     """Factory: make_ssh_hosts(["h1", ...]) starts hosts; all are torn down at session end."""
@@ -35,14 +47,7 @@ def make_ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeHos
         return hosts.start()
 
     yield make
-    errors = []
-    for hosts in reversed(started):
-        try:
-            hosts.teardown()
-        except RuntimeError as exc:
-            errors.append(str(exc))
-    if errors:
-        pytest.fail("\n".join(errors), pytrace=False)
+    tear_down(started)
 
 
 @pytest.fixture(scope="session")
@@ -93,14 +98,7 @@ def make_systemd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Make
         return host.start()  # the first start of a machine builds the rootfs (~2 min)
 
     yield make
-    errors = []
-    for host in reversed(started):
-        try:
-            host.teardown()
-        except RuntimeError as exc:
-            errors.append(str(exc))
-    if errors:
-        pytest.fail("\n".join(errors), pytrace=False)
+    tear_down(started)
 
 
 @pytest.fixture(scope="session")
