@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import cache
+from analysis import cache, forks
 from analysis.jsonl import Labels, jsonl_rows
 from analysis.rows import Row, request_rows, run_rows
 from analysis.schema import Fact, load_fact
@@ -123,12 +122,13 @@ def parse(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, 
 def parse_many(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame, Problems]:
     """`parse`, spread over worker processes when there are enough files to be worth it."""
     workers = min(os.cpu_count() or 1, 8)
-    if len(items) < PARALLEL_MIN or workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if len(items) < PARALLEL_MIN or workers < 2 or not forks.available():
         return parse(items, labels)
     chunks = [items[i::workers] for i in range(workers)]
-    # fork: the workers start with this process's imports instead of paying for them again.
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        parts = list(pool.map(parse, chunks, [labels] * workers))
+    with ProcessPoolExecutor(workers, mp_context=forks.context()) as pool:
+        with forks.frozen_gc():  # the workers are forked at the first submit
+            pending = [pool.submit(parse, chunk, labels) for chunk in chunks]
+        parts = [p.result() for p in pending]
     runs = typed(pd.concat([p[0] for p in parts], ignore_index=True))
     requests = typed(pd.concat([p[1] for p in parts], ignore_index=True))
     return runs, requests, [x for p in parts for x in p[2]]

@@ -128,7 +128,13 @@ def _record_fact(args: argparse.Namespace) -> int:
 
 
 def _record_plan(args: argparse.Namespace) -> int:
-    plan = build_plan(json.load(sys.stdin))
+    payload = json.load(sys.stdin)
+    plan = build_plan(payload)
+    folder = Path(args.out).parent
+    # What the sweep was asked to do, next to the plan: `-e resume=ID` and people read it.
+    write_json_atomic(folder / "sweep.json", payload["sweep"])
+    # Shard claims and search probes are atomic mkdirs under this run's folder.
+    (folder / ".claims" / payload["sweep"]["run_id"]).mkdir(parents=True, exist_ok=True)
     write_json_atomic(Path(args.out), plan)
     print(describe_plan(plan))
     print(f"plan written to {args.out}")
@@ -140,7 +146,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     fact = subparsers.add_parser("record-fact", help="write one fact from the playbook's JSON on stdin")
     fact.add_argument("--out", required=True)
     fact.set_defaults(func=_record_fact)
-    plan = subparsers.add_parser("record-plan", help="write plan.json from the playbook's JSON on stdin")
+    plan = subparsers.add_parser("record-plan", help="write sweep.json and plan.json (JSON on stdin)")
     plan.add_argument("--out", required=True)
     plan.set_defaults(func=_record_plan)
 

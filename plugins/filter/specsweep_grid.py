@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,18 @@ def _some_ints(name: str, value: Any) -> list[int]:
     return numbers
 
 
+def search_problems(request: dict[str, Any], configs: list[dict]) -> list[str]:
+    """Why a step search cannot run on this grid: it varies steps alone, over at least 3 values."""
+    problems = []
+    for name in ("topk", "draft_tokens"):
+        if len(parse_int_list(name, request.get(name))) > 1:
+            problems.append(f"{name}: search=steps varies steps only; give one {name} value, not a list")
+    per_profile = Counter(c["env_profile"] for c in configs if c["speculative"])
+    if not per_profile or min(per_profile.values()) < 3:
+        problems.append("steps_range: search=steps needs at least 3 step counts, e.g. steps_range=1..10")
+    return problems
+
+
 def parse_names(name: str, value: Any) -> list[str]:
     """Names as a list or "a,b" / "[a,b]"; each must be a plain identifier."""
     if value is None or value == "" or value == []:
@@ -218,6 +231,7 @@ def sweep_plan(
         "concurrency": lambda v: _some_ints("concurrency", v),
         "plan_only": lambda v: parse_bool("plan_only", v),
         "mode": lambda v: _choice("mode", v or "replicate", ("replicate", "shard")),
+        "search": lambda v: _choice("search", v or "", ("", "steps")),
     }
     for name, check in checks.items():
         try:
@@ -236,6 +250,8 @@ def sweep_plan(
             configs, warnings = build_configs(request, engines)
         except RequestError as exc:
             errors.append(str(exc))
+    if settings.get("search") and configs:
+        errors += search_problems(request, configs)
     defined = set.intersection(*(set(p) for p in host_profiles)) if host_profiles else set()
     missing = sorted({c["env_profile"] for c in configs} - defined - {"default"})
     if missing:
@@ -282,6 +298,30 @@ def measured(sweep_dir: str, config_id: str, host: str | None = None) -> bool:
     return False
 
 
+def unmeasured(
+    sweep_dir: str, hosts: list[str], configs: list[dict], settings: dict[str, Any], states: dict[str, str]
+) -> list[str]:
+    """'host: state; not measured: a, b' for each host that left configs without a fact.
+
+    Failed configs have a fact (and are reported as failures); this is what no fact records:
+    hosts lost before or during the sweep. Shard mode and searches expect each host's baselines;
+    a shard config no host measured is listed under '(shard)'.
+    """
+    present = {(p.parent.name, p.stem) for p in Path(sweep_dir).glob("*/*.json")}
+    shared = settings.get("mode") == "shard" or bool(settings.get("search"))
+    lines = []
+    for host in hosts:
+        expected = [c["id"] for c in configs if not (shared and c["speculative"])]
+        missing = [cid for cid in expected if (host, cid) not in present]
+        if missing:
+            lines.append(f"{host}: {states.get(host, 'not reached')}; not measured: {', '.join(missing)}")
+    if settings.get("mode") == "shard" and not settings.get("search"):
+        nobody = [c["id"] for c in configs if c["speculative"] and c["id"] not in {cid for _, cid in present}]
+        if nobody:
+            lines.append(f"(shard): not measured by any host: {', '.join(nobody)}")
+    return lines
+
+
 class FilterModule:
     """Ansible entry point."""
 
@@ -290,4 +330,5 @@ class FilterModule:
             "specsweep_plan": sweep_plan,
             "specsweep_entries": plan_entries,
             "specsweep_measured": measured,
+            "specsweep_unmeasured": unmeasured,
         }

@@ -10,14 +10,9 @@ def llama_cpp_argv(config: dict[str, Any], server: dict[str, Any]) -> list[str]:
     argv = [str(a) for a in server["command"]]
     argv += ["-m", str(server["model_path"])]
     argv += ["--host", str(server["host"]), "--port", str(server["port"])]
-    argv += [
-        "-t",
-        str(server["threads"]),
-        "-c",
-        str(server["ctx_size"]),
-        "-np",
-        str(server["parallel"]),
-    ]
+    # Threads go in the environment (LLAMA_ARG_THREADS, llama-server's own name for -t), where an
+    # env profile can vary them: on the command line they would win over any profile.
+    argv += ["-c", str(server["ctx_size"]), "-np", str(server["parallel"])]
     if server.get("metrics", True):
         argv.append("--metrics")
     if config.get("speculative"):

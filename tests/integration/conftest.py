@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sweeps import ENGINE_PINS, REPO, WHEELHOUSE, SweepRun, playbook
+from sweeps import ENGINE_PINS, REPO, WHEELHOUSE, SweepRun, host_vars, playbook
 from testhosts import NetnsHosts
 
 
@@ -23,20 +23,6 @@ def wheelhouse() -> Path:
         check=True,
     )
     return WHEELHOUSE
-
-
-def host_vars(hosts: NetnsHosts, wheelhouse: Path) -> dict[str, dict]:
-    """Per-host settings: everything the suite writes lives under the host's own /opt."""
-    return {
-        name: {
-            "specsweep_engine": "llama_cpp",
-            "llama_server_home": "/opt/specsweep",
-            "llama_server_pip_extra_args": ["--no-index", f"--find-links={wheelhouse}"],
-            "server_process_run_dir": "/opt/specsweep/run",
-            "benchmark_work_dir": "/opt/specsweep/bench",
-        }
-        for name in hosts.names
-    }
 
 
 @pytest.fixture(scope="session")

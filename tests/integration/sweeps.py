@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from testhosts import NetnsHosts
 
 from analysis.schema import Fact, load_fact
 
@@ -61,3 +62,17 @@ def playbook(inventory: Path, results: Path, sweep_id: str, *extra: str, timeout
     argv = playbook_argv(inventory, results, "-e", f"sweep_id={sweep_id}", *extra)
     proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=timeout)
     return SweepRun(proc, results / sweep_id)
+
+
+def host_vars(hosts: NetnsHosts, wheelhouse: Path) -> dict[str, dict]:
+    """Per-host settings: everything the suite writes lives under the host's own /opt."""
+    return {
+        name: {
+            "specsweep_engine": "llama_cpp",
+            "llama_server_home": "/opt/specsweep",
+            "llama_server_pip_extra_args": ["--no-index", f"--find-links={wheelhouse}"],
+            "server_process_run_dir": "/opt/specsweep/run",
+            "benchmark_work_dir": "/opt/specsweep/bench",
+        }
+        for name in hosts.names
+    }

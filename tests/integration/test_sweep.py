@@ -124,3 +124,27 @@ def test_shard_mode_measures_each_config_once_across_hosts(sweep_inventory: Path
     spec_hosts = {h for c, hosts in by_config.items() if c != "baseline" for h in hosts}
     assert spec_hosts == {"sshost1", "sshost2"}, by_config  # the work was shared
     assert all(f.status == "ok" for f in facts.values())
+
+
+def test_step_search_in_shard_mode_probes_over_both_hosts_and_records_each_probe(
+    sweep_inventory: Path, run_sweep
+) -> None:
+    run = run_sweep(
+        sweep_inventory, "-e", "mode=shard", "-e", "search=steps", "-e", "steps_range=1..5",
+        "-e", "repeats=2", "-e", "max_tokens=8", "-e", "warmup=0",
+    )  # fmt: skip
+    assert run.proc.returncode == 0, run.output[-4000:]
+    facts = run.facts()
+    probes = sorted(c for _, c in facts if c != "baseline")
+    assert sorted(h for h, c in facts if c == "baseline") == ["sshost1", "sshost2"]
+    assert len(probes) == len(set(probes)), probes  # each probe measured once, on one host
+    assert set(probes) <= {"s1", "s2", "s3", "s4", "s5"}
+    assert all(f.status == "ok" for f in facts.values())
+    state = json.loads((run.sweep_dir / "search.json").read_text())
+    assert state["done"] is True
+    assert sorted(p["id"] for p in state["probes"]) == probes  # the search saw every fact
+    assert state["best"] in probes
+    assert all(p["reason"] for p in state["probes"])
+    # The first round probes two points at once, one per host.
+    assert {h for p in state["probes"][:2] for h in p["hosts"]} == {"sshost1", "sshost2"}, state["probes"]
+    assert f"search over steps 1..5: best {state['best']}" in run.output

@@ -238,7 +238,7 @@ def test_settings_are_parsed_from_command_line_strings() -> None:
     assert result["errors"] == []
     assert result["settings"] == {"repeats": 2, "warmup": 0, "max_tokens": 64, "concurrency": [1, 4, 8],
                                   "plan_only": True, "sweep_id": "nightly-2026.01_05",
-                                  "mode": "shard"}  # fmt: skip
+                                  "mode": "shard", "search": ""}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -330,3 +330,42 @@ def test_measured_finds_only_ok_facts(tmp_path: Path) -> None:
     assert grid.measured(str(tmp_path), "s1") is True  # any host (shard mode)
     assert grid.measured(str(tmp_path), "s2") is False
     assert grid.measured(str(tmp_path), "s3") is False
+
+
+def test_step_search_takes_a_range_of_steps_and_keeps_the_baseline() -> None:
+    result = plan(("llama_cpp",), steps="1..4", search="steps")
+    assert result["errors"] == []
+    assert result["settings"]["search"] == "steps"
+    assert ids(result) == ["baseline", "s1", "s2", "s3", "s4"]
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({"steps": "1,2"}, "steps_range: search=steps needs at least 3 step counts"),
+        ({"steps": "1..4", "topk": "1,2", "draft_tokens": "3"}, "topk: search=steps varies steps only"),
+        ({"steps": "1..4", "search": "topk"}, "search: 'topk' is not one of: , steps"),
+    ],
+)
+def test_step_search_refuses_what_it_cannot_search(request_: dict[str, Any], message: str) -> None:
+    errors = plan(**{"search": "steps", **request_})["errors"]
+    assert any(e.startswith(message) for e in errors), errors
+
+
+def test_unmeasured_names_each_lost_host_and_the_configs_it_left(tmp_path: Path) -> None:
+    configs = plan(("llama_cpp",), steps="1,2")["configs"]
+    for host, cid in [("a", "baseline"), ("a", "s1"), ("a", "s2"), ("b", "baseline")]:
+        (tmp_path / host).mkdir(exist_ok=True)
+        (tmp_path / host / f"{cid}.json").write_text("{}")
+    states = {"a": "finished", "b": "lost mid-sweep"}
+    lines = grid.unmeasured(str(tmp_path), ["a", "b", "c"], configs, {"mode": "replicate"}, states)
+    assert lines == [
+        "b: lost mid-sweep; not measured: s1, s2",
+        "c: not reached; not measured: baseline, s1, s2",
+    ]
+    # Shard: hosts owe only their baselines; a speculative config nobody measured is listed once.
+    shard = grid.unmeasured(str(tmp_path), ["a", "b"], configs, {"mode": "shard"}, states)
+    assert shard == []
+    (tmp_path / "a" / "s2.json").unlink()
+    shard = grid.unmeasured(str(tmp_path), ["a", "b"], configs, {"mode": "shard"}, states)
+    assert shard == ["(shard): not measured by any host: s2"]

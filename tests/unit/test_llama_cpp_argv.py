@@ -15,7 +15,6 @@ SERVER: dict[str, Any] = {
     "model_path": "/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf",
     "host": "127.0.0.1",
     "port": 8080,
-    "threads": 1,
     "ctx_size": 2048,
     "parallel": 1,
     "metrics": True,
@@ -30,7 +29,7 @@ COMMON = [
     "/opt/specsweep/llama.cpp-venv/bin/python", "/opt/specsweep/specsweep_llama_server.py",
     "-m", "/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf",
     "--host", "127.0.0.1", "--port", "8080",
-    "-t", "1", "-c", "2048", "-np", "1",
+    "-c", "2048", "-np", "1",
     "--metrics",
 ]  # fmt: skip
 

@@ -192,6 +192,7 @@ def plan_payload() -> dict[str, Any]:
     """What playbooks/sweep.yml "Plan | Write plan.json" pipes in: one reached host, one not."""
     return {
         "sweep_id": "nightly",
+        "sweep": {"id": "nightly", "run_id": "20261130T020000000000Z", "settings": {"mode": "shard"}},
         "configs": [BASELINE, CONFIG],
         "warnings": ["skipped steps=1 topk=1 draft_tokens=5: draft_tokens 5 > steps*topk+1 = 2"],
         "hosts": {
@@ -230,6 +231,19 @@ def test_build_plan_redacts_and_renames_problems_to_warnings(tmp_path: Path) -> 
     record.write_json_atomic(out, plan)
     assert [s for s in SECRETS if s in out.read_text()] == []
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
+
+
+def test_record_plan_writes_the_request_the_plan_and_this_runs_claims_folder(tmp_path: Path) -> None:
+    out = tmp_path / "nightly" / "plan.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "analysis.record", "record-plan", "--out", str(out)],
+        input=json.dumps(plan_payload()), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out.parent / "sweep.json").read_text()) == plan_payload()["sweep"]
+    assert json.loads(out.read_text())["hosts"]["gpu2"]["warnings"] == ["host not reached"]
+    assert (out.parent / ".claims" / "20261130T020000000000Z").is_dir()
+    assert proc.stdout.endswith(f"plan written to {out}\n")
 
 
 def test_describe_plan_prints_one_runnable_line_per_host_and_config() -> None:

@@ -263,16 +263,21 @@ def server_info(client: Client) -> tuple[str | None, Doc]:
         if version and "unknown" in version:
             version = None  # xllamacpp's build says "b0-unknown": the role's pin is better
     else:
-        data = client.get_json("/server_info") or client.get_json("/get_server_info")
-        data = data if isinstance(data, dict) else {}
-        keys = ("version", "tp_size", "model_path")
-        info = {k: v for k, v in data.items() if k in keys or k.startswith("speculative_")}
-        states = data.get("internal_states")
-        if isinstance(states, list) and states and isinstance(states[0], dict):
-            for key in ("avg_spec_accept_length", "step_time_dict"):
-                if key in states[0]:
-                    info[key] = states[0][key]
-        version = data.get("version")
+        return sglang_server_facts(client.get_json("/server_info") or client.get_json("/get_server_info"))
+    return (None if version is None else str(version)), info
+
+
+def sglang_server_facts(data: Any) -> tuple[str | None, Doc]:
+    """(engine_version, a few server facts) from SGLang's /server_info document; never raises."""
+    data = data if isinstance(data, dict) else {}
+    keys = ("version", "tp_size", "model_path")
+    info = {k: v for k, v in data.items() if k in keys or k.startswith("speculative_")}
+    states = data.get("internal_states")
+    if isinstance(states, list) and states and isinstance(states[0], dict):
+        for key in ("avg_spec_accept_length", "step_time_dict"):
+            if key in states[0]:
+                info[key] = states[0][key]
+    version = data.get("version")
     return (None if version is None else str(version)), info
 
 

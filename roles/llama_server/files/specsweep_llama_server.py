@@ -10,6 +10,7 @@ pid the launcher records is the server's), and exits when told to stop.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -21,7 +22,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("-m", "--model", required=True)
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8080)
-    p.add_argument("-t", "--threads", type=int, default=1)
+    # Like llama-server: the flag wins, else LLAMA_ARG_THREADS (where env profiles set it).
+    p.add_argument("-t", "--threads", type=int, default=int(os.environ.get("LLAMA_ARG_THREADS", "1")))
     p.add_argument("-c", "--ctx-size", type=int, default=2048)
     p.add_argument("-np", "--parallel", type=int, default=1)
     p.add_argument("--metrics", action="store_true")

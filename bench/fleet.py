@@ -1,0 +1,68 @@
+"""Parallel efficiency of a shard sweep over 3 SSH test hosts, printed as a table (numbers, not verdicts).
+
+efficiency = sum over hosts of the time spent measuring configs / (hosts x sweep wall time).
+Issue 5's target: >= 0.85 for 6 configs on 3 test hosts, configs of unequal length included
+(the baseline and steps 1..5 differ in speed, and every host measures its own baseline).
+The hosts are the integration tests' network-namespace SSH hosts (root; run the tests once
+first so the wheelhouse .cache/wheels exists):
+
+    .venv/bin/python bench/fleet.py [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "integration")]
+
+from sweeps import WHEELHOUSE, host_vars, playbook  # noqa: E402 - after the path set-up, as a script
+from testhosts import NetnsHosts  # noqa: E402
+
+HOSTS = ("bench1", "bench2", "bench3")
+SWEEP = ("-e", "mode=shard", "-e", "steps=1..5", "-e", "repeats=2", "-e", "max_tokens=32", "-e", "warmup=0")
+
+
+def one_sweep(inventory: Path, results: Path, sweep_id: str) -> tuple[float, float, int]:
+    """(efficiency, wall s, configs measured) of one shard sweep."""
+    t0 = time.monotonic()
+    run = playbook(inventory, results, sweep_id, *SWEEP)
+    wall = time.monotonic() - t0
+    if run.proc.returncode != 0:
+        raise RuntimeError(run.output[-3000:])
+    facts = [json.loads(p.read_text()) for p in (results / sweep_id).glob("*/*.json")]
+    busy = sum(f["timings"]["finished_at"] - f["timings"]["started_at"] for f in facts)
+    return busy / (len(HOSTS) * wall), wall, len(facts)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    if not WHEELHOUSE.is_dir():
+        sys.exit("run the integration tests once first: they fill the wheelhouse .cache/wheels")
+    with tempfile.TemporaryDirectory() as tmp, NetnsHosts(Path(tmp), HOSTS) as hosts:
+        inventory = hosts.write_inventory(Path(tmp) / "hosts.yml", hostvars=host_vars(hosts, WHEELHOUSE))
+        install = playbook(inventory, Path(tmp), "install", "-e", "plan_only=true")
+        if install.proc.returncode != 0:
+            raise RuntimeError(install.output[-3000:])
+        results = [one_sweep(inventory, Path(tmp), f"eff{i}") for i in range(args.runs)]
+    effs, walls, counts = zip(*results, strict=True)
+    print("| measurement | n | median | min | target |")
+    print("|---|---|---|---|---|")
+    print(f"| parallel efficiency, shard, 6 configs x 3 hosts | {len(effs)} | {statistics.median(effs):.3f} "
+          f"| {min(effs):.3f} | >= 0.85 |")  # fmt: skip
+    print(f"| sweep wall time (s) | {len(walls)} | {statistics.median(walls):.1f} | {min(walls):.1f} | |")
+    print(f"| config runs per sweep (baselines on each host + 5 shared) | {len(counts)} | "
+          f"{statistics.median(counts):.0f} | {min(counts)} | 8 |")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""One night through ansible-runner: playbooks/nightly.yml, with its events and artifacts kept.
+
+    .venv/bin/python scripts/nightly.py [-i INVENTORY] [--history DB] [--dir DIR] [--keep N] [-e VARS]
+
+A night is named nightly-<UTC timestamp>. ansible-runner keeps its events, stdout and exit status
+in DIR/artifacts/<night>/; the playbook writes the report and the regression summary (Markdown,
+JUnit) to DIR/reports/<night>/; only the newest N of each are kept. The facts (results/<night>/)
+and the history are kept whole. Exit status: the playbook's, 0 when nothing regressed or failed.
+The systemd timer of playbooks/schedule.yml runs this.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+try:
+    import ansible_runner
+except ImportError:  # another interpreter than the repo's venv
+    sys.exit("scripts/nightly.py needs the repo's venv: .venv/bin/python scripts/nightly.py")
+
+REPO = Path(__file__).resolve().parents[1]
+PLAYBOOK = REPO / "playbooks" / "nightly.yml"
+DEFAULT_DIR = REPO / "results" / "nightly"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line."""
+    parser = argparse.ArgumentParser(
+        description="Run one nightly sweep and regression check (playbooks/nightly.yml) with ansible-runner."
+    )
+    parser.add_argument(
+        "-i", "--inventory", action="append", type=Path, default=[], metavar="PATH",
+        help="inventory (repeatable; default: the one in ansible.cfg)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--history", type=Path, metavar="DB",
+        help="SQLite history store (default: history.sqlite in the sweep results folder)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--dir", type=Path, default=DEFAULT_DIR, metavar="DIR",
+        help=f"folder of the nights' artifacts/ and reports/ (default: {DEFAULT_DIR})",
+    )  # fmt: skip
+    parser.add_argument("--keep", type=int, default=14, metavar="N", help="nights kept (default: 14)")
+    parser.add_argument(
+        "-e", "--extra-vars", action="append", default=[], metavar="VARS",
+        help="extra vars as ansible-playbook -e takes them (KEY=VALUE, JSON, @FILE); repeatable",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    if args.keep < 1:
+        parser.error("--keep must be at least 1")
+    return args
+
+
+def night_id(now: datetime) -> str:
+    """The sweep id (and runner ident) of the night starting at `now`."""
+    return "nightly-" + now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def runner_kwargs(args: argparse.Namespace, night: str) -> dict[str, Any]:
+    """ansible_runner.run() arguments for this night."""
+    folder = args.dir.resolve()
+    extravars = {"sweep_id": night, "nightly_reports_dir": str(folder / "reports")}
+    if args.history:
+        extravars["nightly_history"] = str(args.history.resolve())
+    cmdline = [word for vars_ in args.extra_vars for word in ("-e", vars_)]
+    return {
+        "private_data_dir": str(folder),
+        "artifact_dir": str(folder / "artifacts"),
+        "ident": night,
+        "rotate_artifacts": args.keep,
+        # The repo is the working directory: its ansible.cfg (roles, plugins, inventory) applies.
+        "project_dir": str(REPO),
+        "playbook": str(PLAYBOOK),
+        "inventory": [str(p.resolve()) for p in args.inventory] or None,
+        "cmdline": shlex.join(cmdline) or None,
+        "extravars": extravars,
+        # Nothing in env/ files: they would be reused by the next night instead of its own values.
+        "suppress_env_files": True,
+        "envvars": {
+            # ansible-playbook of this venv, also when started by systemd with a bare PATH.
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+            # ansible-runner turns host key checking off unless told; keep ansible.cfg's policy.
+            "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
+        },
+    }
+
+
+def rotate(folder: Path, keep: int) -> list[Path]:
+    """Remove all but the newest `keep` night folders (nightly-<timestamp> sorts by time); the removed."""
+    nights = sorted(p for p in folder.glob("nightly-*") if p.is_dir())
+    old = nights[:-keep]
+    for path in old:
+        shutil.rmtree(path)
+    return old
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one night; its exit status is the playbook's."""
+    args = parse_args(argv)
+    night = night_id(datetime.now(UTC))
+    args.dir.mkdir(parents=True, exist_ok=True)
+    runner = ansible_runner.run(**runner_kwargs(args, night))
+    removed = rotate(args.dir / "reports", args.keep)
+    print(f"night {night}: {runner.status} (exit {runner.rc})")
+    print(f"  runner artifacts (events, stdout): {runner.config.artifact_dir}")
+    print(f"  report and regression summary:     {args.dir.resolve() / 'reports' / night}")
+    if removed:
+        print(f"  removed {len(removed)} older report folder(s), keeping {args.keep}")
+    return int(runner.rc)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

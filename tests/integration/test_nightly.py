@@ -1,0 +1,265 @@
+"""The nightly for real: its systemd timer on a systemd-nspawn host, and two nights run through
+scripts/nightly.py (ansible-runner) over SSH hosts serving llama.cpp, the second one regressing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nspawnhost import NspawnHost
+from sweeps import REPO, sweep_env
+
+UNIT_DIR = "/etc/systemd/system"
+# A stand-in repository in the container: the real ExecStart shape (venv Python + nightly.py)
+# running a script that records how systemd started it.
+FAKE_REPO = "/opt/repo"
+MARKER = "/var/tmp/nightly-ran.json"
+FAKE_NIGHTLY = f"""import json, os, sys
+with open({MARKER!r} + ".tmp", "w") as f:
+    json.dump({{"argv": sys.argv[1:], "cwd": os.getcwd(), "env": os.environ.get("PYTHONUNBUFFERED")}}, f)
+os.replace({MARKER!r} + ".tmp", {MARKER!r})  # whole or absent for the poller
+"""
+# Arguments that only survive systemd's parsing when quoted right.
+HOSTILE_ARGS = ["--keep", "3", "-e", "note=two  words $HOME 100% \"q\" 'x' \\n"]
+
+
+def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll check() until it returns something truthy; fail naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not (result := check()):
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.2)  # poll interval; the deadline bounds the wait
+    return result
+
+
+def recap(output: str, host: str) -> dict[str, int]:
+    """The PLAY RECAP counters of `host`."""
+    line = re.search(rf"^{host}\s+:(.*)$", output, re.M)
+    assert line, output[-3000:]
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line.group(1))}
+
+
+# --------------------------------------------------------------------------------------
+# The schedule: playbooks/schedule.yml on a real systemd host
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def controller(make_systemd_host) -> NspawnHost:
+    """A systemd host standing in for the controller, with the stand-in repository."""
+    host: NspawnHost = make_systemd_host("nightly1")
+    for argv in (
+        ["mkdir", "-p", f"{FAKE_REPO}/.venv/bin", f"{FAKE_REPO}/scripts"],
+        ["ln", "-sf", "/usr/bin/python3", f"{FAKE_REPO}/.venv/bin/python"],
+        ["python3", "-c", f"open('{FAKE_REPO}/scripts/nightly.py', 'w').write({FAKE_NIGHTLY!r})"],
+    ):
+        res = host.run_in_host(argv)
+        assert res.returncode == 0, (argv, res.stderr)
+    return host
+
+
+@pytest.fixture(scope="module")
+def schedule(controller: NspawnHost, tmp_path_factory: pytest.TempPathFactory) -> Callable[..., str]:
+    """schedule(vars, *args): run playbooks/schedule.yml on the controller; returns its output."""
+    tmp = tmp_path_factory.mktemp("schedule")
+    inventory = controller.write_inventory(tmp / "hosts.yml", group="controllers")
+
+    def run(extra: dict[str, Any], *args: str, rc: int = 0) -> str:
+        vars_file = tmp / "vars.json"
+        vars_file.write_text(json.dumps({"controller": controller.name, **extra}))
+        argv = [str(Path(sys.executable).parent / "ansible-playbook"), "playbooks/schedule.yml"]
+        argv += ["-i", str(inventory), "-e", f"@{vars_file}", *args]
+        proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=300)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == rc, output[-4000:]
+        return output
+
+    return run
+
+
+def test_schedule_installs_a_timer_that_starts_the_nightly_and_removes_it(
+    controller: NspawnHost, schedule: Callable[..., str]
+) -> None:
+    def sh(*argv: str) -> str:
+        return controller.run_in_host(list(argv)).stdout.strip()
+
+    def prop(unit: str, name: str) -> str:
+        return sh("systemctl", "show", "-p", name, "--value", f"specsweep-nightly.{unit}")
+
+    units = [f"{UNIT_DIR}/specsweep-nightly.{kind}" for kind in ("service", "timer")]
+    settings = {"nightly_schedule_repo_dir": FAKE_REPO, "nightly_schedule_args": HOSTILE_ARGS}
+
+    # --check on a controller without the units: reports the changes, makes none.
+    out = schedule(settings, "--check")
+    assert recap(out, controller.name)["changed"] > 0, out[-3000:]
+    assert sh("ls", UNIT_DIR).split().count("specsweep-nightly.timer") == 0
+
+    out = schedule(settings)
+    assert recap(out, controller.name)["changed"] > 0, out[-3000:]
+    assert sh("systemctl", "is-enabled", "specsweep-nightly.timer") == "enabled"
+    assert sh("systemctl", "is-active", "specsweep-nightly.timer") == "active"
+    next_elapse = prop("timer", "NextElapseUSecRealtime")
+    assert re.search(r"\d{4}-\d\d-\d\d 02:00:00", next_elapse), next_elapse
+    service = sh("cat", units[0])
+    assert f"WorkingDirectory={FAKE_REPO}\n" in service + "\n", service
+    expected = (
+        f'ExecStart="{FAKE_REPO}/.venv/bin/python" "{FAKE_REPO}/scripts/nightly.py" "--keep" "3" "-e" '
+        '"note=two  words $$HOME 100%% \\"q\\" \'x\' \\\\n"'
+    )
+    assert expected in service.splitlines(), service
+    assert "OnCalendar=*-*-* 02:00:00" in sh("cat", units[1])
+
+    # Idempotent: the same settings again change nothing.
+    out = schedule(settings)
+    assert recap(out, controller.name)["changed"] == 0, out[-3000:]
+
+    # --check with another schedule: reported, not applied.
+    every_5s = {**settings, "nightly_schedule_on_calendar": "*:*:0/5", "nightly_schedule_accuracy_s": 1}
+    out = schedule(every_5s, "--check")
+    assert recap(out, controller.name)["changed"] > 0, out[-3000:]
+    assert "OnCalendar=*-*-* 02:00:00" in sh("cat", units[1])
+
+    # A schedule due within seconds: the timer really starts the service, which runs the command.
+    sh("rm", "-f", MARKER)
+    out = schedule(every_5s)
+    assert recap(out, controller.name)["changed"] > 0, out[-3000:]
+    ran = wait_for(lambda: sh("cat", MARKER), 30, "the timer to start the nightly service")
+    assert json.loads(ran) == {"argv": HOSTILE_ARGS, "cwd": FAKE_REPO, "env": "1"}, ran
+    # The oneshot is done (inactive) once its command has exited; then its result is final.
+    wait_for(lambda: prop("service", "ActiveState") == "inactive", 10, "the service to finish")
+    assert prop("service", "Result") == "success"
+    assert prop("timer", "LastTriggerUSec") not in ("", "n/a")
+
+    # state=absent removes both units, then has nothing left to do.
+    out = schedule({"nightly_schedule_state": "absent"})
+    assert recap(out, controller.name)["changed"] > 0, out[-3000:]
+    assert sh("ls", UNIT_DIR).split().count("specsweep-nightly.timer") == 0
+    assert sh("ls", UNIT_DIR).split().count("specsweep-nightly.service") == 0
+    assert prop("timer", "LoadState") == "not-found"
+    out = schedule({"nightly_schedule_state": "absent"})
+    assert recap(out, controller.name)["changed"] == 0, out[-3000:]
+
+
+def test_schedule_refuses_a_calendar_systemd_cannot_parse(schedule: Callable[..., str]) -> None:
+    out = schedule({"nightly_schedule_on_calendar": "every night"}, rc=2)
+    refusal = "nightly_schedule_on_calendar: 'every night' is not a systemd calendar expression"
+    assert refusal in out, out[-3000:]
+    assert "Render the nightly" not in out, out[-3000:]  # refused before any unit is written
+
+
+# --------------------------------------------------------------------------------------
+# Two nights through scripts/nightly.py over the SSH hosts
+# --------------------------------------------------------------------------------------
+
+TINY_GRID = {"steps": [1], "repeats": 1, "max_tokens": 8, "warmup": 0}
+KEEP = 2
+
+
+def run_night(tmp: Path, inventory: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """One night through the ansible-runner entry point, from a cwd outside the repo."""
+    argv = [sys.executable, str(REPO / "scripts" / "nightly.py"), "-i", str(inventory)]
+    argv += ["--dir", "nightly", "--history", "history.sqlite", "--keep", str(KEEP)]
+    argv += ["-e", f"sweep_plan_results_dir={tmp / 'results'}"]
+    env = {**sweep_env(), "SPECSWEEP_ANALYSIS_CACHE": str(tmp / "analysis-cache")}
+    proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
+    night = re.search(r"^night (nightly-\d{8}T\d{6}Z): ", proc.stdout, re.M)
+    assert night, (proc.stdout + proc.stderr)[-4000:]
+    return proc, night.group(1)
+
+
+def events(artifacts: Path) -> list[dict[str, Any]]:
+    """ansible-runner's job events of one night, in order."""
+    found = [json.loads(p.read_text()) for p in (artifacts / "job_events").glob("*.json")]
+    return sorted(found, key=lambda e: e["counter"])
+
+
+def history_counts(db: Path) -> dict[str, int]:
+    """Stored runs per sweep."""
+    with sqlite3.connect(db) as conn:
+        return dict(conn.execute("SELECT sweep_id, count(*) FROM runs GROUP BY sweep_id").fetchall())
+
+
+def write_faster_past(results: Path, night: str, days_before: int) -> Path:
+    """A copy of a night's facts as an earlier sweep that was 3x as fast."""
+    name = f"past-{days_before}d"
+    for path in (results / night).glob("*/*.json"):
+        fact = json.loads(path.read_text())
+        fact["sweep_id"] = name
+        for key in ("started_at", "ready_at", "finished_at"):
+            if fact["timings"].get(key) is not None:
+                fact["timings"][key] -= days_before * 86400
+        for run in fact["runs"]:
+            for request in run["requests"]:
+                request["decode_tps"] *= 3
+        out = results / name / path.parent.name / path.name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(fact))
+    return results / name
+
+
+def test_two_nights_first_clean_then_a_regression_fails_with_a_summary(
+    sweep_inventory: Path, tmp_path: Path
+) -> None:
+    inventory = tmp_path / "nightly-hosts.json"
+    sweep = json.loads(sweep_inventory.read_text())
+    inventory.write_text(json.dumps({"all": {"vars": {"specsweep_nightly": TINY_GRID}, "children": sweep}}))
+    folder, db = tmp_path / "nightly", tmp_path / "history.sqlite"
+    # Leftovers of older nights, oldest first: rotation keeps the newest KEEP.
+    for i, old in enumerate(("nightly-20000101T000000Z", "nightly-20000102T000000Z")):
+        for kind in ("artifacts", "reports"):
+            (folder / kind / old).mkdir(parents=True)
+            os.utime(folder / kind / old, (946684800 + i * 86400,) * 2)
+
+    first, night1 = run_night(tmp_path, inventory)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-5000:]
+    artifacts1 = folder / "artifacts" / night1
+    assert (artifacts1 / "rc").read_text() == "0"
+    assert (artifacts1 / "status").read_text() == "successful"
+    tasks1 = [e["event_data"].get("task") for e in events(artifacts1) if e["event"] == "runner_on_ok"]
+    assert "Nightly | Compare the night with the previous ones" in tasks1, tasks1
+    assert history_counts(db) == {night1: 4}  # 2 hosts x (baseline, s1) x 1 repeat
+    reports1 = folder / "reports" / night1
+    assert {"report.md", "report.html", "regress.md", "regress.xml"} <= {p.name for p in reports1.iterdir()}
+    assert "**0 regression(s)**" in (reports1 / "regress.md").read_text()
+    assert sorted(p.name for p in (folder / "reports").iterdir()) == ["nightly-20000102T000000Z", night1]
+    assert sorted(p.name for p in (folder / "artifacts").iterdir()) == ["nightly-20000102T000000Z", night1]
+
+    # The history says the past was 3x as fast: two earlier sweeps, ingested as any sweep is.
+    past = [write_faster_past(tmp_path / "results", night1, days) for days in (2, 1)]
+    ingest = subprocess.run(
+        [sys.executable, "-m", "analysis", "ingest", *map(str, past), "--history", str(db)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ingest.returncode == 0, ingest.stderr
+    assert history_counts(db) == {night1: 4, "past-2d": 4, "past-1d": 4}
+
+    second, night2 = run_night(tmp_path, inventory)
+    output = second.stdout + second.stderr
+    assert second.returncode != 0, output[-5000:]
+    assert history_counts(db)[night2] == 4  # measured and stored before failing
+    reports2 = folder / "reports" / night2
+    summary = (reports2 / "regress.md").read_text()
+    assert "**4 regression(s)**" in summary and "### Regressions (4)" in summary, summary
+    cases = ET.parse(reports2 / "regress.xml").getroot().iter("testcase")
+    failing = [c.get("name") for c in cases if c.find("failure") is not None]
+    assert len(failing) == 4, failing
+    artifacts2 = folder / "artifacts" / night2
+    assert (artifacts2 / "status").read_text() == "failed"
+    failed = [e["event_data"] for e in events(artifacts2) if e["event"] == "runner_on_failed"]
+    assert [f["task"] for f in failed] == ["Nightly | Fail on a regression or a failed config"], failed
+    assert f"night {night2}: regression(s)" in failed[0]["res"]["msg"], failed[0]["res"]["msg"]
+    assert "### Regressions (4)" in failed[0]["res"]["msg"]
+    # Rotation: the two newest nights only.
+    for kind in ("artifacts", "reports"):
+        assert sorted(p.name for p in (folder / kind).iterdir()) == [night1, night2], kind

@@ -1,0 +1,533 @@
+"""The step-count search: its decisions on synthetic curves, its objective, its command line."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import random
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from analysis import search
+from analysis.search import Decision, Probe, decide
+from tests.unit import factories
+
+STEPS = list(range(1, 11))
+Curve = list[float | None]  # objective by step 1..10; None: the launch fails
+
+
+def strict_unimodal(n: int = 10, plateau: int = 1) -> list[list[float]]:
+    """Every order type of a unimodal curve with a flat top `plateau` wide: the peak position and
+    which of the other ranks lie left of it. A noiseless search only sees comparisons, so these
+    are all the curves it can tell apart (512 for n = 10 without a plateau)."""
+    shapes = []
+    others = n - plateau
+    for left_count in range(others + 1):
+        for left in itertools.combinations(range(others), left_count):
+            right = sorted(set(range(others)) - set(left), reverse=True)
+            shapes.append([r + 1.0 for r in sorted(left)] + [100.0] * plateau + [r + 1.0 for r in right])
+    return shapes
+
+
+def measure(value: float | None, noise: float, rng: random.Random, repeats: int = 3) -> Probe:
+    """What launching a config of true objective `value` yields: `repeats` noisy samples."""
+    if value is None:
+        return Probe(failed=True)
+    return Probe(tuple(value * (1 + rng.gauss(0, noise)) for _ in range(repeats)))
+
+
+def simulate(
+    curve: Curve, parallel: int = 1, noise: float = 0.0, seed: int = 0
+) -> tuple[Decision, list[list[int]]]:
+    """Run the search to `done` in synchronous rounds; returns the decision and each round's probes."""
+    rng = random.Random(seed)
+    candidates = list(range(1, len(curve) + 1))
+    observations: dict[int, Probe] = {}
+    rounds: list[list[int]] = []
+    while (d := decide(candidates, observations, set(), parallel)).action == "measure":
+        rounds.append([p.steps for p in d.picks])
+        for steps in rounds[-1]:
+            assert steps not in observations, f"s{steps} measured twice"
+            observations[steps] = measure(curve[steps - 1], noise, rng)
+        assert len(rounds) <= len(candidates), "the search does not end"
+    assert d.action == "done", d
+    return d, rounds
+
+
+def launches(rounds: list[list[int]]) -> int:
+    return sum(map(len, rounds))
+
+
+def optima(curve: Curve) -> set[int]:
+    top = max(v for v in curve if v is not None)
+    return {s for s, v in enumerate(curve, start=1) if v == top}
+
+
+# --- noiseless: the Fibonacci guarantee, proven over every shape ------------------------------
+
+
+def test_every_strict_unimodal_curve_is_solved_in_five_launches() -> None:
+    shapes = strict_unimodal()
+    assert len(shapes) == 512
+    for curve in shapes:
+        d, rounds = simulate(curve)
+        assert d.best in optima(curve), (curve, d)
+        assert launches(rounds) <= 5, (curve, rounds)
+        assert d.sure, (curve, d)
+
+
+def test_twelve_candidates_take_five_launches_the_fibonacci_bound() -> None:
+    """Five comparisons separate at most F(7) - 1 = 12 points; a plain halving search needs six."""
+    for curve in strict_unimodal(n=12)[::3]:
+        d, rounds = simulate(curve)
+        assert d.best in optima(curve)
+        assert launches(rounds) <= 5, (curve, rounds)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_a_plateau_at_the_peak_is_found_in_five_launches(width: int) -> None:
+    for curve in strict_unimodal(plateau=width):
+        d, rounds = simulate(curve)
+        assert d.best in optima(curve), (curve, d)
+        assert launches(rounds) <= 5, (curve, rounds)
+
+
+@pytest.mark.parametrize(
+    ("curve", "best", "neighbour"),
+    [([1.0 + s for s in range(10)], 10, 9), ([20.0 - s for s in range(10)], 1, 2)],
+)
+def test_monotone_curves_end_at_their_edge(curve: Curve, best: int, neighbour: int) -> None:
+    d, rounds = simulate(curve)
+    assert d.best == best
+    assert launches(rounds) <= 5
+    assert d.sure and d.confidence == f"sure: s{neighbour} clearly slower"
+
+
+def test_failed_launches_rank_below_every_success() -> None:
+    """OOM at high step counts: a failing tail after the peak still takes at most five launches."""
+    for curve in strict_unimodal()[::7]:  # every peak position, a sample of shapes
+        peak = curve.index(100.0)
+        for first_failure in range(peak + 1, 10):
+            failing: Curve = [*curve[:first_failure], *[None] * (10 - first_failure)]
+            d, rounds = simulate(failing)
+            assert d.best == peak + 1, (failing, d)
+            assert launches(rounds) <= 5
+
+
+def test_when_every_launch_fails_there_is_no_best() -> None:
+    d, rounds = simulate([None] * 10)
+    assert d.best is None and not d.sure
+    assert d.confidence == "every probe failed"
+    assert launches(rounds) <= 5
+
+
+# --- several hosts: k probes a round -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("parallel", "max_rounds"), [(2, 3), (3, 3), (4, 2)])
+def test_parallel_search_probes_k_at_once_and_needs_fewer_rounds(parallel: int, max_rounds: int) -> None:
+    for curve in strict_unimodal():
+        d, rounds = simulate(curve, parallel=parallel)
+        assert d.best in optima(curve)
+        assert len(rounds) <= max_rounds, (curve, rounds)
+        assert all(len(r) <= parallel for r in rounds)
+        assert len(rounds[0]) == parallel  # the opening round uses every host
+
+
+def test_a_pending_probe_of_the_current_plan_leaves_the_other_slots() -> None:
+    opening = decide(STEPS, {}, set(), 2)
+    first, second = (p.steps for p in opening.picks)
+    d = decide(STEPS, {}, {first}, 2)
+    assert d.action == "measure" and [p.steps for p in d.picks] == [second]
+
+
+def test_a_pending_probe_still_planned_from_newer_results_leaves_the_other_slot() -> None:
+    """s6 was launched with s5; s5's result keeps s6 in the plan, so the free host takes s4."""
+    assert [p.steps for p in decide(STEPS, {}, set(), 2).picks] == [5, 6]
+    d = decide(STEPS, {5: Probe((1.0, 1.0, 1.0))}, {6}, 2)
+    assert d.action == "measure" and [p.steps for p in d.picks] == [4]
+
+
+def test_a_pending_probe_the_plan_no_longer_holds_makes_the_others_wait() -> None:
+    d = decide(STEPS, {5: Probe((1.0, 1.0, 1.0))}, {9}, 2)
+    assert d.action == "wait"
+    assert d.reason == "waiting for s9 (in flight): its result decides the next probe"
+
+
+def test_when_every_planned_probe_is_in_flight_the_asker_waits() -> None:
+    first = decide(STEPS, {}, set(), 1).picks[0].steps
+    d = decide(STEPS, {}, {first}, 1)
+    assert (d.action, d.reason) == ("wait", "every planned probe is in flight")
+
+
+# --- noise ---------------------------------------------------------------------------------------
+
+
+def realistic(rng: random.Random) -> list[float]:
+    """A speedup curve: peak 1.8x somewhere, each step away 2-15% slower."""
+    peak = rng.randrange(10)
+    curve = [1.8] * 10
+    for i in range(peak - 1, -1, -1):
+        curve[i] = curve[i + 1] * (1 - rng.uniform(0.02, 0.15))
+    for i in range(peak + 1, 10):
+        curve[i] = curve[i - 1] * (1 - rng.uniform(0.02, 0.15))
+    return curve
+
+
+def test_noisy_curves_find_the_optimum_or_name_it_as_within_noise() -> None:
+    rng = random.Random(6)
+    trials = 200
+    named = wrong_but_sure = 0
+    for seed in range(trials):
+        curve = realistic(rng)
+        d, rounds = simulate(curve, noise=0.03, seed=seed)
+        (best,) = optima(curve)
+        named += d.best == best or best in d.close
+        wrong_but_sure += d.sure and d.best != best
+        assert launches(rounds) <= 10
+    assert named >= 0.97 * trials
+    assert wrong_but_sure <= 0.02 * trials
+
+
+def probes(**by_steps: tuple[float, ...]) -> dict[int, Probe]:
+    """Observations written as s4=(samples...)."""
+    return {int(k[1:]): Probe(v) for k, v in by_steps.items()}
+
+
+def test_neighbours_within_noise_make_the_answer_not_sure() -> None:
+    observations = probes(
+        s3=(0.80, 0.81, 0.79),
+        s4=(0.99, 1.03, 0.97),
+        s5=(1.01, 0.98, 1.04),
+        s6=(0.97, 1.02, 1.0),
+        s7=(0.7, 0.71, 0.69),
+    )
+    d = decide(STEPS, observations, set(), 1)
+    assert d.action == "done" and d.best == 5 and not d.sure
+    assert d.close == (4, 6)
+    assert d.confidence == "within noise of s4, s6"
+
+
+def test_a_neighbour_within_noise_does_not_close_the_bracket() -> None:
+    """s6 might be the better one: the search probes past it instead of guessing s5."""
+    observations = probes(s4=(0.80, 0.81, 0.79), s5=(1.01, 0.98, 1.04), s6=(0.99, 1.03, 0.97))
+    d = decide(STEPS, observations, set(), 1)
+    assert d.action == "measure"
+    assert d.picks == (search.Pick(7, "s6 within noise of best so far s5: probing beyond it"),)
+
+
+def test_clearly_slower_neighbours_make_the_answer_sure() -> None:
+    observations = probes(s4=(0.80, 0.81, 0.79), s5=(1.01, 0.99, 1.0), s6=(0.90, 0.91, 0.89))
+    d = decide(STEPS, observations, set(), 1)
+    assert (d.action, d.best, d.sure) == ("done", 5, True)
+    assert d.confidence == "sure: s4, s6 clearly slower"
+
+
+def test_single_repeats_leave_the_noise_unknown() -> None:
+    observations = {s: Probe((float(s),)) for s in (8, 9, 10)}
+    d = decide(STEPS, observations, set(), 1)
+    assert d.action == "done" and not d.sure
+    assert d.confidence == "noise unknown (fewer than 2 repeats)"
+
+
+def test_the_launch_budget_stops_the_search_honestly() -> None:
+    flat = [1.0] * 10
+    rng = random.Random(1)
+    observations: dict[int, Probe] = {}
+    while (d := decide(STEPS, observations, set(), 1, max_launches=3)).action == "measure":
+        observations[d.picks[0].steps] = measure(flat[0], 0.03, rng)
+    assert len(observations) == 3 and d.action == "done" and not d.sure
+    assert "launch budget (3) spent before the bracket closed" in d.confidence
+
+
+def test_within_noise_needs_two_repeats_and_counts_failures_as_decided() -> None:
+    assert search.within_noise(Probe((1.0,)), Probe((2.0, 2.0))) is None
+    assert search.within_noise(Probe((1.0, 1.0)), Probe((1.0, 1.0))) is False  # known exactly: a tie
+    assert search.within_noise(Probe((1.0, 1.1, 0.9)), Probe((1.02, 0.95, 1.05))) is True
+    assert search.within_noise(Probe((1.0, 1.01, 0.99)), Probe((1.5, 1.51, 1.49))) is False
+    assert search.within_noise(Probe(failed=True), Probe((1.0, 1.0))) is False
+
+
+def test_decide_rejects_bad_candidates() -> None:
+    with pytest.raises(ValueError, match="distinct"):
+        decide([1, 1, 2], {}, set(), 1)
+    with pytest.raises(ValueError, match="distinct"):
+        decide([], {}, set(), 1)
+    with pytest.raises(ValueError, match="parallel"):
+        decide([1, 2], {}, set(), 0)
+    with pytest.raises(ValueError, match="samples"):
+        Probe(())
+
+
+# --- the objective -------------------------------------------------------------------------------
+
+
+def test_objective_is_per_repeat_decode_tps_at_the_first_concurrency() -> None:
+    runs = [
+        factories.run([100.0, 110.0, 120.0], repeat=0),
+        factories.run([90.0], repeat=1),
+        factories.run([95.0], repeat=2, error="stream dropped"),  # an errored repeat gives no number
+        factories.run([500.0], repeat=0, concurrency=8),
+    ]
+    fact = factories.fact(factories.config(4), runs)
+    assert search.decode_samples(fact) == [110.0, 90.0]
+    assert search.probe_of([fact], {"gpu-a": 100.0}) == Probe((1.1, 0.9))
+    assert search.probe_of([fact], None) == Probe((110.0, 90.0))
+    crashed = factories.fact(factories.config(4), [], failure=factories.crash())
+    assert search.probe_of([crashed], None) == Probe(failed=True)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+SWEEP = "sweep-1"
+REPO = Path(__file__).resolve().parents[2]
+_clock = itertools.count(1)  # facts' start times: the order the search launched them
+
+
+def candidates(profile: str = "default") -> list[dict]:
+    return [{"id": factories.config(s, profile).id, "steps": s} for s in STEPS]
+
+
+def write_fact(root: Path, host: str, steps: int | None, tps: float | None, profile: str = "default") -> None:
+    """A fact of 3 repeats at `tps` (+-1%), a failed one for None; steps None is the baseline."""
+    cfg = factories.config(steps, profile)
+    started = float(next(_clock))
+    if tps is None:
+        fact = factories.fact(cfg, [], host=host, failure=factories.crash("oom"), started_at=started)
+    else:
+        runs = [factories.run([tps * f], repeat=i) for i, f in enumerate((0.99, 1.0, 1.01))]
+        fact = factories.fact(cfg, runs, host=host, started_at=started)
+    factories.write_sweep(root, [fact])
+
+
+Ask = Callable[..., dict]
+
+
+@pytest.fixture
+def ask(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Ask:
+    """Call `next` in-process as the playbook would; returns its JSON line."""
+
+    def call(
+        host: str, scope: str, parallel: int = 1, run_id: str = "run-1", cands: list | None = None
+    ) -> dict:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(cands or candidates())))
+        argv = ["next", "--sweep-dir", str(tmp_path / SWEEP), "--host", host, "--run-id", run_id]
+        code = search.main([*argv, "--scope", scope, "--parallel", str(parallel)])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        return json.loads(out)
+
+    (tmp_path / SWEEP).mkdir()
+    return call
+
+
+SPEEDUP = [1.1, 1.3, 1.5, 1.6, 1.7, 1.75, 1.8, 1.6, 1.4, None]  # best s7; s10 runs out of memory
+
+
+def test_replicate_mode_searches_each_host_on_its_own_facts(ask: Ask, tmp_path: Path) -> None:
+    root = tmp_path / SWEEP
+    write_fact(tmp_path, "gpu-a", None, 100.0)
+    write_fact(tmp_path, "gpu-b", 4, 1000.0)  # another host's fact: not this host's search
+    answers = []
+    while (answer := ask("gpu-a", "host"))["action"] == "measure":
+        answers.append(answer)
+        steps = int(answer["config_id"][1:])
+        speedup = SPEEDUP[steps - 1]
+        write_fact(tmp_path, "gpu-a", steps, None if speedup is None else 100.0 * speedup)
+    assert answer == {"action": "done", "best": "s7", "reason": answer["reason"]}
+    assert answer["reason"].startswith(f"search finished after {len(answers)} launches: best s7, sure")
+    assert len(answers) <= 5
+    assert answers[0] == {
+        "action": "measure",
+        "config_id": "s4",
+        "reason": "first Fibonacci probe over s1..s10",
+    }
+    for a in answers:
+        note = json.loads((root / ".claims" / "run-1" / "gpu-a" / a["config_id"] / "probe.json").read_text())
+        assert (note["host"], note["reason"]) == ("gpu-a", a["reason"])
+    state = json.loads((root / "search-gpu-a.json").read_text())
+    assert (state["done"], state["best"], state["sure"], state["scope"]) == (True, "s7", True, "host")
+    assert state["unit"] == "decode tok/s / host baseline"
+    assert [p["id"] for p in state["probes"]] == [a["config_id"] for a in answers]
+    assert [p["reason"] for p in state["probes"]] == [a["reason"] for a in answers]
+    assert state["observations"]["s7"]["median"] == pytest.approx(1.8)
+    assert state["observations"]["s7"]["ci"][0] < 1.8 < state["observations"]["s7"]["ci"][1]
+    assert not (root / "search.json").exists()
+    summary = search.render_summary(root)
+    assert summary.startswith(
+        "search over steps 1..10 on gpu-a: best s7 (sure: s6, s8 clearly slower); measured s4 ("
+    )
+
+
+def test_shard_mode_shares_probes_and_compares_hosts_by_their_baselines(ask: Ask, tmp_path: Path) -> None:
+    """gpu-b is twice as fast: raw tok/s would make whatever it measured look best."""
+    root = tmp_path / SWEEP
+    speed = {"gpu-a": 100.0, "gpu-b": 200.0}
+    for host, tps in speed.items():
+        write_fact(tmp_path, host, None, tps)
+    rounds = 0
+    while (answers := {host: ask(host, "all", 2) for host in speed})["gpu-a"]["action"] != "done":
+        rounds += 1
+        launched = {host: a["config_id"] for host, a in answers.items() if a["action"] == "measure"}
+        assert "gpu-a" in launched and len(set(launched.values())) == len(launched)
+        assert ask("gpu-c", "all", 2)["action"] == "wait"  # a third host: the round is all in flight
+        for host, config_id in launched.items():
+            steps = int(config_id[1:])
+            speedup = SPEEDUP[steps - 1]
+            write_fact(tmp_path, host, steps, None if speedup is None else speed[host] * speedup)
+    assert answers["gpu-a"]["best"] == answers["gpu-b"]["best"] == "s7"
+    assert rounds <= 3
+    state = json.loads((root / "search.json").read_text())
+    assert state["unit"] == "decode tok/s / host baseline" and state["done"]
+    assert all(p["state"] == "measured" and len(p["hosts"]) == 1 for p in state["probes"])
+
+
+def test_a_claim_of_another_host_is_pending_until_its_fact_arrives(ask: Ask, tmp_path: Path) -> None:
+    claim = tmp_path / SWEEP / ".claims" / "run-1" / "s9"
+    claim.mkdir(parents=True)
+    (claim / "probe.json").write_text(
+        json.dumps({"host": "gpu-b", "reason": "an older plan", "claimed_at": 1.0})
+    )
+    answer = ask("gpu-a", "all", 2)
+    assert answer == {
+        "action": "wait",
+        "reason": "waiting for s9 (in flight): its result decides the next probe",
+    }
+    state = json.loads((tmp_path / SWEEP / "search.json").read_text())
+    assert (state["pending"], state["done"], state["action"]) == (["s9"], False, "wait")
+    assert state["probes"] == [
+        {"id": "s9", "steps": 9, "state": "in flight", "hosts": [], "reason": "an older plan"}
+    ]
+    write_fact(tmp_path, "gpu-b", 9, 100.0)
+    assert ask("gpu-a", "all", 2)["action"] == "measure"
+
+
+def test_a_hosts_own_claim_without_a_fact_is_offered_to_it_again(ask: Ask) -> None:
+    first = ask("gpu-a", "all")
+    assert ask("gpu-a", "all") == first  # it asked again: that probe left no fact
+    assert ask("gpu-b", "all")["action"] == "wait"
+
+
+def test_a_claim_lost_to_another_host_means_wait(
+    ask: Ask, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two hosts decided at the same time; the other one's mkdir came first."""
+    claims = tmp_path / SWEEP / ".claims" / "run-1"
+    (claims / "s4").mkdir(parents=True)
+    (claims / "s4" / "probe.json").write_text(json.dumps({"host": "gpu-b"}))
+    monkeypatch.setattr(search, "pending_ids", lambda *_: set())  # it did not see the claim yet
+    assert ask("gpu-a", "all") == {
+        "action": "wait",
+        "reason": "every planned probe was just claimed by another host",
+    }
+
+
+def test_an_env_profile_uses_its_own_baseline_and_state_file(ask: Ask, tmp_path: Path) -> None:
+    write_fact(tmp_path, "gpu-a", None, 100.0, profile="fast")
+    write_fact(tmp_path, "gpu-a", 4, 150.0, profile="fast")
+    answer = ask("gpu-a", "all", cands=candidates("fast"))
+    assert answer["action"] == "measure" and answer["config_id"].endswith("+fast")
+    state = json.loads((tmp_path / SWEEP / "search+fast.json").read_text())
+    assert state["profile"] == "fast" and state["observations"]["s4+fast"]["median"] == pytest.approx(1.5)
+    assert state["probes"][0]["reason"] == "measured before the search asked (existing fact)"
+
+
+def test_without_a_baseline_the_objective_is_raw_tps(ask: Ask, tmp_path: Path) -> None:
+    write_fact(tmp_path, "gpu-a", 4, 150.0)
+    ask("gpu-a", "host")
+    state = json.loads((tmp_path / SWEEP / "search-gpu-a.json").read_text())
+    assert state["unit"] == "decode tok/s" and state["observations"]["s4"]["median"] == pytest.approx(150.0)
+
+
+def test_the_module_runs_as_a_command_without_pandas(tmp_path: Path) -> None:
+    """The playbook runs it once per probe: a fresh interpreter that must not pay for pandas."""
+    (tmp_path / SWEEP).mkdir()
+    argv = [
+        "next",
+        "--sweep-dir",
+        str(tmp_path / SWEEP),
+        "--host",
+        "gpu-a",
+        "--run-id",
+        "r",
+        "--scope",
+        "host",
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis.search", *argv],
+        input=json.dumps(candidates()),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    )
+    assert json.loads(done.stdout)["action"] == "measure"
+    probe = "import sys, analysis.search; print([m for m in ('numpy', 'pandas') if m in sys.modules])"
+    imported = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True
+    )
+    assert imported.stdout.strip() == "[]"
+
+
+class Unreadable(io.StringIO):
+    def read(self, *_: object) -> str:
+        raise OSError("stdin is closed")
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        (io.StringIO("[]"), "non-empty JSON list"),
+        (io.StringIO("not json"), "not JSON"),
+        (Unreadable(), "cannot read candidates from stdin: stdin is closed"),
+        (
+            io.StringIO('[{"id": "s1", "steps": 1}, {"id": "s2", "steps": 1}]'),
+            "duplicate candidate steps: [1]",
+        ),
+        (
+            io.StringIO('[{"id": "s1", "steps": 1}, {"id": "s1", "steps": 2}]'),
+            "duplicate candidate id: ['s1']",
+        ),
+        (io.StringIO('[{"id": "s1", "steps": true}]'), "each candidate must be"),
+        (io.StringIO('[{"id": "s1", "steps": 1}, {"id": "s2+fast", "steps": 2}]'), "mix env profiles"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    stdin: io.StringIO,
+    message: str,
+) -> None:
+    (tmp_path / SWEEP).mkdir()
+    monkeypatch.setattr(sys, "stdin", stdin)
+    argv = [
+        "next",
+        "--sweep-dir",
+        str(tmp_path / SWEEP),
+        "--host",
+        "gpu-a",
+        "--run-id",
+        "r",
+        "--scope",
+        "host",
+    ]
+    assert search.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("analysis.search: ") and message in err
+    assert not list((tmp_path / SWEEP).iterdir())  # nothing claimed, no state written
+
+
+def test_render_summary_is_empty_without_a_search(tmp_path: Path) -> None:
+    assert search.render_summary(tmp_path) == ""
+
+
+def test_t_quantiles_match_the_table_and_interpolate_between() -> None:
+    assert search.t975(4) == pytest.approx(2.7764)
+    assert search.t975(1e9) == pytest.approx(1.96, abs=1e-6)
+    assert 3.1824 < search.t975(2.5) < 4.3027
