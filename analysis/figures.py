@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -13,20 +12,14 @@ from matplotlib.figure import Figure
 DPI = 100
 
 
-@dataclass(frozen=True)
-class Plot:
-    """One rendered figure: file name, caption and PNG bytes."""
-
-    name: str
-    caption: str
-    png: bytes
-
-
 def png(fig: Figure) -> bytes:
     """The figure as PNG bytes, metadata stripped (the same table gives the same bytes)."""
     FigureCanvasAgg(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    # zlib level 3: these flat-coloured charts come out about as small as at the default 6, in half
+    # the time (encoding is a tenth of what a figure costs).
+    options = {"compress_level": 3}
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None}, pil_kwargs=options)
     return buf.getvalue()
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import base64
 from html import escape
 
-import pandas as pd
+import numpy as np
 
-from analysis.figures import Plot
-from analysis.render import COLUMNS, LEGEND, Tables, cross_blocks, groups
+from analysis.plotter import Plot
+from analysis.render import LEGEND, Block, Tables, escape_all
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
@@ -26,44 +26,63 @@ figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; 
 """
 
 
-def _table(frame: pd.DataFrame, right: list[bool], row_classes: list[str] | None = None,
-           noisy: dict[str, list[bool]] | None = None) -> str:  # fmt: skip
-    """A display frame as an HTML table, every cell escaped; `noisy` marks cells per column."""
+def _table(
+    block: Block, row_classes: list[str] | None = None, noisy: dict[str, list[bool]] | None = None
+) -> str:
+    """A block's table as HTML, every cell escaped; `noisy` marks cells per column header."""
     columns = []
-    for name, r in zip(frame.columns, right, strict=True):
-        flags = (noisy or {}).get(name) or [False] * len(frame)
-        opens = [
-            f'<td class="{"r " if r else ""}noisy">' if f else ("<td class=r>" if r else "<td>")
-            for f in flags
-        ]
-        columns.append([o + escape(str(v)) + "</td>" for o, v in zip(opens, frame[name], strict=True)])
-    classes = row_classes or [""] * len(frame)
+    for name, values, r in zip(block.headers, block.columns, block.right, strict=True):
+        plain = "<td class=r>" if r else "<td>"
+        marked = f'<td class="{"r " if r else ""}noisy">'
+        flags = (noisy or {}).get(name) or [False] * len(values)
+        escaped = zip(flags, escape_all(values, escape), strict=True)
+        columns.append([(marked if f else plain) + v + "</td>" for f, v in escaped])
+    classes = row_classes or [""] * len(block.columns[0])
     rows = (
         (f"<tr class={c}>" if c else "<tr>") + "".join(cells) + "</tr>"
         for c, cells in zip(classes, zip(*columns, strict=True), strict=True)
     )
-    head = "".join(f"<th>{escape(str(c))}</th>" for c in frame.columns)
+    head = "".join(f"<th>{escape(c)}</th>" for c in block.headers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 def _step_tables(tables: Tables) -> list[str]:
     """One HTML table per comparison group, best and tied rows highlighted, noisy CV marked."""
-    right = [r for _, r, _ in COLUMNS]
-    out = []
-    for title, part in groups(tables.step):
-        rows = [
-            "best" if b else "failed" if f else "tie" if bool(t) else ""
-            for b, f, t in zip(
-                part["best"], part["failures"].gt(0), part["tie_best"].fillna(False), strict=True
-            )
-        ]
-        noisy = {"CV": part["noisy"].astype(bool).tolist()}
-        out.append(f"<h3>{escape(title)}</h3>" + _table(tables.shown.loc[part.index], right, rows, noisy))
-    return out
+    step = tables.step
+    best = step["best"].astype(bool).to_numpy()
+    failed = step["failures"].gt(0).to_numpy()
+    tie = step["tie_best"].fillna(False).astype(bool).to_numpy()
+    noisy = step["noisy"].astype(bool).to_numpy()
+    kind = np.where(best, "best", np.where(failed, "failed", np.where(tie, "tie", "")))
+    return [
+        f"<h3>{escape(b.title)}</h3>" + _table(b, kind[b.rows].tolist(), {"CV": noisy[b.rows].tolist()})
+        for b in tables.blocks.step
+        if b.rows is not None
+    ]
 
 
-def render_html(tables: Tables, plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:
-    """The whole report as one HTML document that opens offline."""
+def _blocks(blocks: list[Block]) -> list[str]:
+    """Blocks other than the step tables: title, the line under it, the table."""
+    return [f"<h3>{escape(b.title)}</h3><p>{escape(b.note)}</p>" + _table(b) for b in blocks]
+
+
+def sections(tables: Tables) -> list[str]:
+    """The tables' part of the page: step tables and legend, env profiles, cross-host."""
+    parts = ["<h2>Configs vs baseline</h2>", *_step_tables(tables)]
+    legend = "".join(f"<li>{escape(line.format(cv=tables.noisy_cv * 100))}</li>" for line in LEGEND)
+    parts.append(f"<ul class='legend'>{legend}</ul>")
+    for heading, blocks in [("Env profiles", tables.blocks.profiles), ("Cross-host", tables.blocks.cross)]:
+        if blocks:
+            parts.append(f"<h2>{heading}</h2>")
+        parts += _blocks(blocks)
+    return parts
+
+
+def page(tables_part: list[str], plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:
+    """The whole report as one HTML document that opens offline, around the `sections` of its tables.
+
+    Apart from `render_html` so that the tables can be laid out while the plots are still drawn.
+    """
     parts = [
         f"<h1>specsweep report</h1><p class='muted'>{escape(note)}</p>"
         if note
@@ -72,17 +91,7 @@ def render_html(tables: Tables, plots: list[Plot], problems: list[str] | None = 
     if problems:
         items = "".join(f"<li>{escape(p)}</li>" for p in problems)
         parts.append(f"<h2>Skipped files ({len(problems)})</h2><ul>{items}</ul>")
-    parts.append("<h2>Configs vs baseline</h2>")
-    parts += _step_tables(tables)
-    legend = "".join(f"<li>{escape(line.format(cv=tables.noisy_cv * 100))}</li>" for line in LEGEND)
-    parts.append(f"<ul class='legend'>{legend}</ul>")
-    blocks = cross_blocks(tables)
-    if blocks:
-        parts.append("<h2>Cross-host</h2>")
-    for name, frame in blocks:
-        head, speed = name.split("\n")
-        right = [False, *([True] * (len(frame.columns) - 2)), False]
-        parts.append(f"<h3>{escape(head)}</h3><p>{escape(speed)}</p>" + _table(frame, right))
+    parts += tables_part
     if plots:
         parts.append("<h2>Plots</h2>")
     for p in plots:
@@ -96,3 +105,8 @@ def render_html(tables: Tables, plots: list[Plot], problems: list[str] | None = 
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>specsweep report</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )
+
+
+def render_html(tables: Tables, plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:
+    """The whole report as one HTML document that opens offline."""
+    return page(sections(tables), plots, problems, note)

@@ -188,15 +188,17 @@ def load_sweeps(
     codes, files = pd.factorize(run["path"].astype(str))
     run["fact_id"] = codes
     # A request's fact is its file: map each distinct path once, then every row by its code.
-    ids = dict(zip(files, range(len(files)), strict=True))
-    per_path = np.array([ids.get(str(p), -1) for p in req["path"].cat.categories] + [-1], dtype="int64")
+    ids = dict(zip(files.tolist(), range(len(files)), strict=True))
+    paths = req["path"].cat.categories.tolist()
+    per_path = np.array([ids.get(str(p), -1) for p in paths] + [-1], dtype="int64")
     req["fact_id"] = per_path[req["path"].cat.codes.to_numpy()]
     return LoadResult(runs=run[RUN_COLUMNS], requests=req, problems=problems)
 
 
 def _prefixed(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
     """The frame with `prefix` before each path (a category: each distinct path once, not each row)."""
-    return df.assign(path=df["path"].cat.rename_categories([prefix + n for n in df["path"].cat.categories]))
+    names = df["path"].cat.categories.tolist()
+    return df.assign(path=df["path"].cat.rename_categories([prefix + n for n in names]))
 
 
 def _combine(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:

@@ -7,7 +7,6 @@ global figure state, nothing to close, and pyplot's import cost is not paid. One
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -15,15 +14,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib import rc_context
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from analysis import forks
 from analysis.crosshost import FAMILY
-from analysis.figures import Plot, layout, legend_inches, png, slug, title
+from analysis.figures import layout, legend_inches, png, slug, title
+from analysis.plotter import Plot
 
 MAX_LINES = 8  # lines per axes before hosts are summarised (each host's best per step count)
 MAX_FAMILIES = 6  # families plotted per report; the tables still cover every one
+# Unhinted glyphs: laying out and drawing text is most of what a figure costs, and hinting (FreeType
+# running each glyph's own instructions) makes it about a third dearer, for differences a 100-dpi
+# PNG hardly shows.
+STYLE = {"text.hinting": "no_hinting"}
 
 
 def _lines(spec: pd.DataFrame) -> tuple[list[tuple[str, str, pd.DataFrame]], str]:
@@ -207,15 +213,32 @@ def per_host(part: pd.DataFrame, speed: pd.DataFrame, key: tuple[object, ...], n
     return Plot(name, "Per host: baseline and best config (config in parentheses)", png(fig))
 
 
-def _draw(task: tuple[Callable[..., Plot | None], tuple[Any, ...]]) -> Plot | None:
-    """Run one plotting function (in a worker process when there are several)."""
+# Relative drawing cost (a 50-host sweep): the per-host plot has a labelled row per host.
+COST: dict[Callable[..., Plot | None], int] = {
+    per_host: 3,
+    tokps_vs_steps: 2,
+    speedup_heatmap: 2,
+    accept_vs_steps: 1,
+}
+Task = tuple[Callable[..., Plot | None], tuple[Any, ...]]
+_TASKS: list[Task] = []  # what forked workers draw: they inherit it, no frame is pickled to them
+
+
+def _draw(task: Task) -> Plot | None:
+    """Run one plotting function."""
     function, args = task
-    return function(*args)
+    with rc_context(STYLE):
+        return function(*args)
+
+
+def _draw_inherited(index: int) -> Plot | None:
+    """Draw task `index` of _TASKS, in a worker forked after they were set."""
+    return _draw(_TASKS[index])
 
 
 def make_plots(step: pd.DataFrame, speed: pd.DataFrame) -> tuple[list[Plot], int]:
     """Every plot of the first MAX_FAMILIES families, and how many families were left out."""
-    tasks: list[tuple[Callable[..., Plot | None], tuple[Any, ...]]] = []
+    tasks: list[Task] = []
     families = list(step.groupby(FAMILY, dropna=False, sort=False))
     for key, part in families[:MAX_FAMILIES]:
         stem = slug(key)
@@ -227,10 +250,18 @@ def make_plots(step: pd.DataFrame, speed: pd.DataFrame) -> tuple[list[Plot], int
             (per_host, (part, family_speed, key, f"{stem}_per_host.png")),
         ]
     workers = min(len(tasks), os.cpu_count() or 1, 4)
-    if workers > 1 and "fork" in multiprocessing.get_all_start_methods():
-        # Drawing is CPU-bound Python: one figure per core. fork: workers reuse these imports.
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            made = list(pool.map(_draw, tasks))
+    if workers > 1 and forks.available():
+        # Drawing is CPU-bound Python: one figure per core. The costliest figures first, so that
+        # no core is left with a long one at the end.
+        _TASKS[:] = tasks
+        order = sorted(range(len(tasks)), key=lambda i: -COST[tasks[i][0]])
+        try:
+            with ProcessPoolExecutor(workers, mp_context=forks.context()) as pool:
+                with forks.frozen_gc():  # the workers are forked at the first submit
+                    futures = {i: pool.submit(_draw_inherited, i) for i in order}
+                made = [futures[i].result() for i in range(len(tasks))]
+        finally:
+            _TASKS.clear()
     else:
         made = [_draw(t) for t in tasks]
     return [p for p in made if p is not None], max(0, len(families) - MAX_FAMILIES)

@@ -1,15 +1,23 @@
-"""Present the tables: aligned text, markdown, CSV or JSON; the only place numbers round."""
+"""Present the tables: aligned text, markdown, CSV or JSON; the only place numbers round.
+
+Every table of a report becomes a `Block` of display strings once; each format only lays blocks
+out. Cells are plain Python lists, not frames: a 10,000-config report has 120,000 cells, and
+iterating pandas columns cell by cell costs more than the whole layout.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from analysis.compare import GROUP
 from analysis.crosshost import FAMILY
+from analysis.profiles import profile_table
 
 MISSING = "–"
 FORMATS = ("text", "markdown", "html", "csv", "json")
@@ -19,6 +27,8 @@ LEGEND = [
     "! noisy: per-repeat tok/s vary by more than {cv:g}% (coefficient of variation)",
     "text vs base: w17 2/8 = 2 of 8 requests differ from the baseline's text, the first at word 17 (0-based)",
 ]
+PROFILE_NOTE = "per env profile: median decode tok/s"
+STEP_NOTE = "; step ms: median decode step (draft + verify)"
 
 
 @dataclass
@@ -31,29 +41,76 @@ class Tables:
     noisy_cv: float = 0.05
 
     @functools.cached_property
-    def shown(self) -> pd.DataFrame:
-        """The step table as display strings (made once, shared by every format)."""
+    def shown(self) -> list[list[str]]:
+        """The step table as display strings, column by column (made once, shared by every format)."""
         return cells(self.step)
 
+    @functools.cached_property
+    def profiles(self) -> pd.DataFrame:
+        """The env-profile view of the step table (empty unless a group measured several profiles)."""
+        return profile_table(self.step)
 
-def num(values: pd.Series, fmt: str) -> pd.Series:
+    @functools.cached_property
+    def blocks(self) -> Blocks:
+        """Every table as display strings (made once, laid out by every format)."""
+        return Blocks(step_blocks(self), profile_blocks(self), cross_blocks(self))
+
+
+@dataclass(frozen=True)
+class Block:
+    """One table as display strings: a title, an optional line under it, columns of cells."""
+
+    title: str
+    headers: list[str]
+    columns: list[list[str]]
+    right: list[bool]
+    note: str = ""
+    rows: np.ndarray | None = None  # step tables: the rows' positions in the step table
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A report's tables: one per comparison group, per group under several profiles, per family
+    measured on several hosts."""
+
+    step: list[Block]
+    profiles: list[Block]
+    cross: list[Block]
+
+
+def num(values: pd.Series, fmt: str) -> list[str]:
     """Numbers formatted for display, a dash where missing."""
-    return pd.Series([MISSING if pd.isna(v) else format(v, fmt) for v in values], index=values.index)
+    floats = values.to_numpy(dtype="float64", na_value=np.nan).tolist()
+    return [MISSING if v != v else format(v, fmt) for v in floats]
 
 
-def _pair(a: pd.Series, b: pd.Series, fmt: str) -> pd.Series:
+def _flags(values: pd.Series) -> list[bool]:
+    """A column of true / false / missing as booleans, missing being false."""
+    return values.fillna(False).astype(bool).tolist()
+
+
+def _pair(a: pd.Series, b: pd.Series, fmt: str) -> list[str]:
     """Two numbers as `a/b` (p50/p99), a dash when both are missing."""
-    both = num(a, fmt) + "/" + num(b, fmt)
-    return both.where(a.notna() | b.notna(), MISSING)
+    return [
+        MISSING if x == y == MISSING else f"{x}/{y}" for x, y in zip(num(a, fmt), num(b, fmt), strict=True)
+    ]
 
 
-def _speedup(t: pd.DataFrame) -> pd.Series:
+def _speedup(t: pd.DataFrame) -> list[str]:
     """`+5.9% [+3.1, +8.8]`, with `~` when within noise and `[no CI]` when there is none."""
-    pct = num(t["speedup_pct"], "+.1f") + "%"
-    ci = "[" + num(t["speedup_ci_lo"], "+.1f") + ", " + num(t["speedup_ci_hi"], "+.1f") + "]"
-    ci = ci.where(t["speedup_ci_lo"].notna(), "[no CI]").where(~is_base(t), "")
-    noise = t["within_noise"].fillna(False).astype(bool).map({True: " ~", False: ""})
-    return (pct + " " + ci + noise).str.strip().where(t["speedup_pct"].notna(), MISSING)
+    rows = zip(
+        num(t["speedup_pct"], "+.1f"),
+        num(t["speedup_ci_lo"], "+.1f"),
+        num(t["speedup_ci_hi"], "+.1f"),
+        _flags(is_base(t)),
+        _flags(t["within_noise"]),
+        strict=True,
+    )
+    out = []
+    for pct, lo, hi, base, noise in rows:
+        ci = "" if base else "[no CI]" if lo == MISSING else f"[{lo}, {hi}]"
+        out.append(MISSING if pct == MISSING else f"{pct}% {ci}{' ~' if noise else ''}".strip())
+    return out
 
 
 def is_base(t: pd.DataFrame) -> pd.Series:
@@ -61,40 +118,50 @@ def is_base(t: pd.DataFrame) -> pd.Series:
     return ~t["speculative"].astype(bool) & t["env_profile"].eq("default")
 
 
-def _marker(t: pd.DataFrame) -> pd.Series:
+def _marker(t: pd.DataFrame) -> list[str]:
     """`*` for the best config, `≈` for one tied with it within noise."""
-    tie = t["tie_best"].fillna(False).astype(bool)
-    return pd.Series("", index=t.index).mask(tie, "≈").mask(t["best"].astype(bool), "*")
+    pairs = zip(_flags(t["best"]), _flags(t["tie_best"]), strict=True)
+    return ["*" if best else "≈" if tie else "" for best, tie in pairs]
 
 
-def _cv(t: pd.DataFrame) -> pd.Series:
+def _cv(t: pd.DataFrame) -> list[str]:
     """Coefficient of variation, `!` when the cell is noisy."""
-    return (num(t["cv_pct"], ".1f") + "%").where(t["cv_pct"].notna(), MISSING) + t["noisy"].map(
-        {True: "!", False: ""}
-    )
+    pairs = zip(num(t["cv_pct"], ".1f"), _flags(t["noisy"]), strict=True)
+    return [(cv if cv == MISSING else f"{cv}%") + ("!" if noisy else "") for cv, noisy in pairs]
 
 
-def _text(t: pd.DataFrame) -> pd.Series:
+def _text(t: pd.DataFrame) -> list[str]:
     """`same 8/8`, `w17 2/8` (2 of 8 differ, first at word 17), `base`, or a dash."""
-    same = "same " + t["text_compared"].astype(str) + "/" + t["text_compared"].astype(str)
-    diff = "w" + t["diverge_word"].astype(str) + " " + t["text_diverged"].astype(str) + "/"
-    diff = diff + t["text_compared"].astype(str)
-    out = same.where(t["text_diverged"].fillna(0).eq(0), diff)
-    return out.where(t["text_compared"].notna(), MISSING).mask(is_base(t), "base")
+    rows = zip(
+        t["text_compared"].tolist(),
+        t["text_diverged"].tolist(),
+        t["diverge_word"].tolist(),
+        _flags(is_base(t)),
+        strict=True,
+    )
+    out = []
+    for compared, diverged, word, base in rows:
+        if base:
+            out.append("base")
+        elif pd.isna(compared):
+            out.append(MISSING)
+        elif pd.isna(diverged) or diverged == 0:
+            out.append(f"same {compared}/{compared}")
+        else:
+            out.append(f"w{word} {diverged}/{compared}")
+    return out
 
 
-def _failures(t: pd.DataFrame) -> pd.Series:
+def _failures(t: pd.DataFrame) -> list[str]:
     """Failure count with its cause, the cause alone in parentheses, or nothing."""
-    cause = t["cause"].astype(object)
-    has_cause = cause.map(lambda c: isinstance(c, str))
-    count = t["failures"].astype(str) + " " + cause.astype(str)
-    return count.where(t["failures"].gt(0), ("(" + cause.astype(str) + ")").where(has_cause, ""))
+    pairs = zip(t["failures"].tolist(), t["cause"].astype(object).tolist(), strict=True)
+    return [f"{n} {c}" if n > 0 else f"({c})" if isinstance(c, str) else "" for n, c in pairs]
 
 
 # (header, right-aligned?, how to make the column's cells from the step table)
-COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], pd.Series]]] = [
+COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("", False, _marker),
-    ("config", False, lambda t: t["config"].astype(str)),
+    ("config", False, lambda t: t["config"].astype(str).tolist()),
     ("tok/s", True, lambda t: num(t["decode_tps"], ".1f")),
     ("speedup [95% CI]", False, _speedup),
     ("accept len", True, lambda t: num(t["accept_length"], ".2f")),
@@ -102,15 +169,15 @@ COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], pd.Series]]] = [
     ("ITL p50/p99 ms", True, lambda t: _pair(t["itl_p50_ms"], t["itl_p99_ms"], ".1f")),
     ("step ms", True, lambda t: num(t["step_ms"], ".1f")),
     ("CV", True, _cv),
-    ("runs ok", True, lambda t: t["repeats_ok"].astype(str)),
+    ("runs ok", True, lambda t: [str(n) for n in t["repeats_ok"].tolist()]),
     ("text vs base", False, _text),
     ("failures", False, _failures),
 ]
 
 
-def cells(table: pd.DataFrame) -> pd.DataFrame:
-    """The step table as display strings, one column per COLUMNS entry."""
-    return pd.DataFrame({h or "best": make(table) for h, _, make in COLUMNS}, index=table.index)
+def cells(table: pd.DataFrame) -> list[list[str]]:
+    """The step table as display strings: one list per COLUMNS entry, one string per row."""
+    return [make(table) for _, _, make in COLUMNS]
 
 
 def title(key: tuple[object, ...]) -> str:
@@ -119,14 +186,53 @@ def title(key: tuple[object, ...]) -> str:
     return f"sweep {sweep} | host {host} | {engine} {model} | concurrency {conc}"
 
 
-def groups(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """The table split per comparison group, in table order."""
-    grouped = table.groupby(GROUP, dropna=False, sort=False)
-    return [(title(key), part) for key, part in grouped]
+def groups(table: pd.DataFrame) -> list[tuple[tuple[object, ...], np.ndarray]]:
+    """Each comparison group's key and row positions, groups in order of first appearance."""
+    codes = table.groupby(GROUP, dropna=False, sort=False).ngroup().to_numpy()
+    order = np.argsort(codes, kind="stable")
+    parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1) if len(order) else []
+    keys = list(zip(*(table[c].tolist() for c in GROUP), strict=True))
+    return [(keys[p[0]], p) for p in parts]
 
 
-def cross_blocks(tables: Tables) -> list[tuple[str, pd.DataFrame]]:
-    """Cross-host views as (title, display frame), one per family measured on several hosts."""
+def step_blocks(tables: Tables) -> list[Block]:
+    """One block per comparison group of the step table."""
+    right = [r for _, r, _ in COLUMNS]
+    headers = [h or "best" for h, _, _ in COLUMNS]
+    columns = tables.shown
+    return [
+        Block(title(key), headers, [[c[i] for i in rows] for c in columns], right, rows=rows)
+        for key, rows in groups(tables.step)
+    ]
+
+
+def profile_blocks(tables: Tables) -> list[Block]:
+    """One block per group measured under several env profiles: a row per grid point, a column pair
+    (tok/s, step ms) per profile; step ms only where some step time was recorded."""
+    wide = tables.profiles
+    keys = wide.index.to_frame(index=False)
+    labels = keys["config"].astype(str).tolist()
+    shown = {c: num(wide[c], ".1f") for c in wide.columns}
+    present = wide.notna().to_numpy()
+    profiles = list(dict.fromkeys(wide.columns.get_level_values(1)))
+    out = []
+    for key, rows in groups(keys):
+        has = dict(zip(wide.columns, present[rows].any(axis=0).tolist(), strict=True))
+        steps = any(has[("step_ms", p)] for p in profiles)
+        headers, columns = ["config"], [[labels[i] for i in rows]]
+        for p in (p for p in profiles if has[("decode_tps", p)] or has[("step_ms", p)]):
+            for metric, unit in [("decode_tps", "tok/s"), ("step_ms", "step ms")]:
+                if metric == "decode_tps" or steps:
+                    headers.append(f"{p} {unit}")
+                    columns.append([shown[(metric, p)][i] for i in rows])
+        right = [False, *([True] * (len(headers) - 1))]
+        note = PROFILE_NOTE + (STEP_NOTE if steps else "")
+        out.append(Block(f"env profiles | {title(key)}", headers, columns, right, note))
+    return out
+
+
+def cross_blocks(tables: Tables) -> list[Block]:
+    """Cross-host views, one per family measured on several hosts."""
     out = []
     speed = tables.speed.set_index([*FAMILY, "host"])
     for key, part in tables.cross.groupby(FAMILY, dropna=False, sort=False):
@@ -135,39 +241,41 @@ def cross_blocks(tables: Tables) -> list[tuple[str, pd.DataFrame]]:
             c for c in part.columns if c not in (*FAMILY, "config", "fleet_median", "spread_pct", "slowest")
         ]
         hosts = [h for h in hosts if part[h].notna().any()]
-        shown = pd.DataFrame({"config": part["config"].astype(str)})
-        for h in hosts:
-            shown[str(h)] = num(part[h], ".1f")
+        shown = {"config": part["config"].astype(str).tolist()}
+        shown |= {str(h): num(part[h], ".1f") for h in hosts}
         shown["fleet median"] = num(part["fleet_median"], ".1f")
-        shown["spread"] = num(part["spread_pct"], ".1f") + "%"
-        shown["slowest"] = part["slowest"].astype(str)
+        shown["spread"] = [f"{v}%" for v in num(part["spread_pct"], ".1f")]
+        shown["slowest"] = part["slowest"].astype(str).tolist()
         rel = [(h, speed.loc[(*key, h)]) for h in hosts if (*key, h) in speed.index]
         flag = [f"{h} {r['relative_pct']:+.1f}%{' SLOW' if r['slow'] else ''}" for h, r in rel]
         name = f"cross-host | sweep {sweep} | {engine} {model} | concurrency {conc}"
-        out.append((f"{name}\nhost speed vs fleet median: {', '.join(flag)}", shown))
+        right = [False, *([True] * (len(shown) - 2)), False]
+        note = f"host speed vs fleet median: {', '.join(flag)}"
+        out.append(Block(name, list(shown), list(shown.values()), right, note))
     return out
 
 
-def _aligned(frame: pd.DataFrame, right: list[bool]) -> list[str]:
-    """A display frame as aligned lines, header first (padded column by column)."""
-    columns = []
-    for name, r in zip(frame.columns, right, strict=True):
-        values = [str(name), *frame[name].astype(str)]
-        width = max(map(len, values))
-        columns.append([v.rjust(width) if r else v.ljust(width) for v in values])
-    return ["  ".join(row).rstrip() for row in zip(*columns, strict=True)]
+def _aligned(block: Block) -> list[str]:
+    """A block's table as aligned lines, header first (padded column by column)."""
+    padded = []
+    for name, values, r in zip(block.headers, block.columns, block.right, strict=True):
+        width = max(len(name), *map(len, values)) if values else len(name)
+        pad = str.rjust if r else str.ljust
+        padded.append([pad(name, width), *(pad(v, width) for v in values)])
+    return ["  ".join(row).rstrip() for row in zip(*padded, strict=True)]
 
 
 def render_text(tables: Tables) -> str:
-    """Aligned plain-text tables, one per group, then the cross-host views, for a terminal."""
-    right = [r for _, r, _ in COLUMNS]
-    shown = tables.shown.rename(columns={"best": ""})
-    blocks = ["\n".join([t, *_aligned(shown.loc[part.index], right)]) for t, part in groups(tables.step)]
-    for name, frame in cross_blocks(tables):
-        align = [False, *([True] * (len(frame.columns) - 2)), False]
-        blocks.append("\n".join([name, *_aligned(frame, align)]))
+    """Aligned plain-text tables, one per group, then the profile and cross-host views, for a terminal."""
+    made = tables.blocks
+    # The best / tie column has no header on a terminal: it is one character wide.
+    step = [dataclasses.replace(b, headers=["", *b.headers[1:]]) for b in made.step]
+    text = [
+        "\n".join([b.title, *([b.note] if b.note else []), *_aligned(b)])
+        for b in [*step, *made.profiles, *made.cross]
+    ]
     legend = "\n".join(line.format(cv=tables.noisy_cv * 100) for line in LEGEND)
-    return "\n\n".join([*blocks, legend]) + "\n"
+    return "\n\n".join([*text, legend]) + "\n"
 
 
 def _md_escape(cell: str) -> str:
@@ -175,33 +283,35 @@ def _md_escape(cell: str) -> str:
     return cell.replace("|", "\\|").replace("*", "\\*").replace("~", "\\~")
 
 
-def _md_table(frame: pd.DataFrame, right: list[bool]) -> list[str]:
-    """A display frame as GitHub-flavoured markdown table lines."""
-    columns = [[_md_escape(str(c)) for c in frame[name].astype(str)] for name in frame.columns]
-    head = "| " + " | ".join(_md_escape(str(c)) for c in frame.columns) + " |"
-    align = "| " + " | ".join("---:" if r else "---" for r in right) + " |"
+def escape_all(values: list[str], escape: Callable[[str], str]) -> list[str]:
+    """`escape` applied to every value, as one call on them all joined (by NUL, which no cell
+    holds and no escape touches): a few C-level passes instead of a Python call per cell."""
+    return escape("\0".join(values)).split("\0") if values else []
+
+
+def _md_table(block: Block) -> list[str]:
+    """A block's table as GitHub-flavoured markdown lines."""
+    columns = [escape_all(values, _md_escape) for values in block.columns]
+    head = "| " + " | ".join(_md_escape(c) for c in block.headers) + " |"
+    align = "| " + " | ".join("---:" if r else "---" for r in block.right) + " |"
     return [head, align, *("| " + " | ".join(row) + " |" for row in zip(*columns, strict=True))]
 
 
 def render_markdown(tables: Tables) -> str:
-    """GitHub-flavoured markdown tables, one per group, then the cross-host views."""
-    right = [r for _, r, _ in COLUMNS]
-    shown = tables.shown
-    blocks = [
-        "\n".join([f"### {t}", "", *_md_table(shown.loc[part.index], right)])
-        for t, part in groups(tables.step)
+    """GitHub-flavoured markdown tables, one per group, then the profile and cross-host views."""
+    made = tables.blocks
+    text = [
+        "\n".join([f"### {b.title}", "", *([_md_escape(b.note), ""] if b.note else []), *_md_table(b)])
+        for b in [*made.step, *made.profiles, *made.cross]
     ]
-    for name, frame in cross_blocks(tables):
-        head, speed = name.split("\n")
-        align = [False, *([True] * (len(frame.columns) - 2)), False]
-        blocks.append("\n".join([f"### {head}", "", _md_escape(speed), "", *_md_table(frame, align)]))
     legend = "\n".join(f"- {_md_escape(line.format(cv=tables.noisy_cv * 100))}" for line in LEGEND)
-    return "\n\n".join([*blocks, legend]) + "\n"
+    return "\n\n".join([*text, legend]) + "\n"
 
 
 def render(tables: Tables, fmt: str) -> str:
     """The tables as text, markdown, CSV or JSON (HTML, with plots: analysis.html)."""
-    # CSV and JSON carry the step table at full precision, for machines.
+    # CSV and JSON carry the step table at full precision, for machines (the profile view is
+    # a pivot of its env_profile, decode_tps and step_ms columns).
     if fmt == "text":
         return render_text(tables)
     if fmt == "markdown":

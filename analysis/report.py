@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from analysis.compare import NOISY_CV, step_table
 from analysis.crosshost import SLOW_PCT, cross_host, host_speed
 from analysis.load import LoadResult
 from analysis.options import add_load_options, load
+from analysis.plotter import Plotter
 from analysis.render import FORMATS, Tables, render, render_markdown
 
 EXIT_OK = 0
@@ -46,23 +48,32 @@ def build_tables(result: LoadResult, noisy_cv: float = NOISY_CV, slow_pct: float
     return Tables(step=step, cross=cross_host(step), speed=host_speed(step, slow_pct), noisy_cv=noisy_cv)
 
 
-def write_report(tables: Tables, out: Path, problems: list[str]) -> list[Path]:
-    """Write report.md, report.html and every plot (PNG) into `out`; the paths written."""
-    from analysis.html import render_html  # the plotting stack loads only when pictures are wanted
-    from analysis.plots import make_plots
+def write_report(
+    tables: Tables, out: Path, problems: list[str], plotter: Plotter | None = None
+) -> list[Path]:
+    """Write report.md, report.html and every plot (PNG) into `out`; the paths written.
 
-    plots, omitted = make_plots(tables.step, tables.speed)
+    `plotter`: one already drawing these tables' plots (as `run` starts it); else they are drawn now.
+    """
+    if plotter is None:
+        with Plotter() as own:
+            own.submit(tables.step, tables.speed)
+            return write_report(tables, out, problems, own)
+    from analysis import html
+
+    md = render_markdown(tables)
+    body = html.sections(tables)  # laid out while the plots are still being drawn
+    plots, omitted = plotter.result()
     note = f"plots for the first families only: {omitted} more in the tables" if omitted else ""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for p in plots:
         (out / p.name).write_bytes(p.png)
         written.append(out / p.name)
-    md = render_markdown(tables)
     md += "".join(f"\n![{p.caption}]({p.name})\n" for p in plots)
     files = {
         "report.md": "# specsweep report\n\n" + (f"{note}\n\n" if note else "") + md,
-        "report.html": render_html(tables, plots, problems, note),
+        "report.html": html.page(body, plots, problems, note),
     }
     for name, text in files.items():
         (out / name).write_text(text, encoding="utf-8")
@@ -72,21 +83,25 @@ def write_report(tables: Tables, out: Path, problems: list[str]) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     """Load, compare, print the table on stdout (problems on stderr), write --out if asked."""
-    result = load(args)
-    if result.runs.empty:
-        dirs = " ".join(str(p) for p in args.sweeps)
-        print(f"no readable result facts under {dirs}", file=sys.stderr)
-        return EXIT_USAGE
-    tables = build_tables(result, args.noisy_cv, args.slow_host_pct)
-    problems = [f"{path}: {reason}" for path, reason in result.problems]
-    if args.format == "html":
-        from analysis.html import render_html
-        from analysis.plots import make_plots
+    # Plots start now, in a helper that imports matplotlib while the rows load (analysis.plotter).
+    wanted = args.out is not None or args.format == "html"
+    with Plotter() if wanted else contextlib.nullcontext() as plotter:
+        result = load(args)
+        if result.runs.empty:
+            dirs = " ".join(str(p) for p in args.sweeps)
+            print(f"no readable result facts under {dirs}", file=sys.stderr)
+            return EXIT_USAGE
+        tables = build_tables(result, args.noisy_cv, args.slow_host_pct)
+        if plotter is not None:
+            plotter.submit(tables.step, tables.speed)
+        problems = [f"{path}: {reason}" for path, reason in result.problems]
+        if plotter is not None and args.format == "html":
+            from analysis.html import render_html
 
-        sys.stdout.write(render_html(tables, make_plots(tables.step, tables.speed)[0], problems))
-    else:
-        sys.stdout.write(render(tables, args.format))
-    if args.out:
-        written = write_report(tables, args.out, problems)
-        print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
+            sys.stdout.write(render_html(tables, plotter.result()[0], problems))
+        else:
+            sys.stdout.write(render(tables, args.format))  # while the plots are drawn
+        if args.out:
+            written = write_report(tables, args.out, problems, plotter)
+            print(f"wrote {len(written)} files to {args.out}", file=sys.stderr)
     return EXIT_OK

@@ -13,6 +13,7 @@ import functools
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
@@ -189,65 +190,132 @@ class Fact:
 
 
 T = TypeVar("T")
-
-
-def _build(tp: Any, value: Any, where: str) -> Any:
-    """Convert a JSON value to `tp`, raising SchemaError naming the field."""
-    origin = get_origin(tp)
-    if tp is Any:
-        return value
-    if origin in (typing.Union, types.UnionType):
-        options = get_args(tp)
-        if value is None:
-            if type(None) in options:
-                return None
-            raise SchemaError(f"{where}: must not be null")
-        errors = []
-        for option in (o for o in options if o is not type(None)):
-            try:
-                return _build(option, value, where)
-            except SchemaError as exc:
-                errors.append(str(exc))
-        raise SchemaError("; ".join(errors))
-    if origin is Literal:
-        if value not in get_args(tp):
-            raise SchemaError(f"{where}: {value!r} is not one of {list(get_args(tp))}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise SchemaError(f"{where}: expected a list, got {type(value).__name__}")
-        (item_tp,) = get_args(tp)
-        if item_tp is float and set(map(type, value)) <= {float}:
-            return value  # hot path (inter-token gaps): already exactly what the slow path builds
-        return [_build(item_tp, v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise SchemaError(f"{where}: expected an object, got {type(value).__name__}")
-        _, val_tp = get_args(tp)
-        return {str(k): _build(val_tp, v, f"{where}.{k}") for k, v in value.items()}
-    if dataclasses.is_dataclass(tp):
-        return from_dict(tp, value, where)
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SchemaError(f"{where}: expected a number, got {value!r}")
-        return float(value)
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise SchemaError(f"{where}: expected an integer, got {value!r}")
-        return value
-    if tp in (str, bool):
-        if not isinstance(value, tp):
-            raise SchemaError(f"{where}: expected {tp.__name__}, got {value!r}")
-        return value
-    raise SchemaError(f"{where}: unsupported type {tp!r}")
+Convert = Callable[[Any, str], Any]  # (JSON value, where it is) -> the typed value, or SchemaError
 
 
 @functools.cache
-def _fields(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Any, bool], ...]]:
-    """A dataclass's field names and (name, type, required) triples, resolved once per class."""
+def _converter(tp: Any) -> Convert:
+    """The function that converts a JSON value to `tp`, raising SchemaError naming the field.
+
+    Made once per type from its annotations: a report reads thousands of facts, and working out
+    what each annotation means again for every value cost more than reading the JSON.
+    """
+    origin = get_origin(tp)
+    if tp is Any:
+        return lambda value, where: value
+    if origin in (typing.Union, types.UnionType):
+        return _union(get_args(tp))
+    if origin is Literal:
+        return _literal(get_args(tp))
+    if origin is list:
+        return _list(get_args(tp)[0])
+    if origin is dict:
+        return _dict(get_args(tp)[1])
+    if dataclasses.is_dataclass(tp):
+        return functools.partial(from_dict, tp)
+    if tp is float:
+        return _float
+    if tp is int:
+        return _int
+    if tp in (str, bool):
+        return functools.partial(_exact, tp)
+
+    def unsupported(value: Any, where: str) -> Any:
+        raise SchemaError(f"{where}: unsupported type {tp!r}")
+
+    return unsupported
+
+
+def _union(options: tuple[Any, ...]) -> Convert:
+    """`A | B | None`: null where allowed, else the first option that takes the value."""
+    nullable = type(None) in options
+    converters = [_converter(o) for o in options if o is not type(None)]
+
+    def convert(value: Any, where: str) -> Any:
+        if value is None:
+            if nullable:
+                return None
+            raise SchemaError(f"{where}: must not be null")
+        errors = []
+        for option in converters:
+            try:
+                return option(value, where)
+            except SchemaError as exc:
+                errors.append(str(exc))
+        raise SchemaError("; ".join(errors))
+
+    return convert
+
+
+def _literal(allowed: tuple[Any, ...]) -> Convert:
+    """One of the listed values."""
+
+    def convert(value: Any, where: str) -> Any:
+        if value not in allowed:
+            raise SchemaError(f"{where}: {value!r} is not one of {list(allowed)}")
+        return value
+
+    return convert
+
+
+def _list(item_tp: Any) -> Convert:
+    """A list, each item converted."""
+    item = _converter(item_tp)
+    floats = item_tp is float
+
+    def convert(value: Any, where: str) -> Any:
+        if not isinstance(value, list):
+            raise SchemaError(f"{where}: expected a list, got {type(value).__name__}")
+        if floats and set(map(type, value)) <= {float}:
+            return value  # hot path (inter-token gaps): already exactly what the slow path builds
+        return [item(v, f"{where}[{i}]") for i, v in enumerate(value)]
+
+    return convert
+
+
+def _dict(value_tp: Any) -> Convert:
+    """An object with string keys, each value converted."""
+    item = _converter(value_tp)
+
+    def convert(value: Any, where: str) -> Any:
+        if not isinstance(value, dict):
+            raise SchemaError(f"{where}: expected an object, got {type(value).__name__}")
+        return {str(k): item(v, f"{where}.{k}") for k, v in value.items()}
+
+    return convert
+
+
+def _float(value: Any, where: str) -> float:
+    """A number (an integer is taken as a float; a boolean is not a number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SchemaError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _int(value: Any, where: str) -> int:
+    """An integer (a boolean is not one)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SchemaError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def _exact(tp: type, value: Any, where: str) -> Any:
+    """A string or a boolean, as is."""
+    if not isinstance(value, tp):
+        raise SchemaError(f"{where}: expected {tp.__name__}, got {value!r}")
+    return value
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[frozenset[str], tuple[tuple[str, Convert, bool], ...]]:
+    """A dataclass's field names and (name, converter, required) triples, resolved once per class."""
     hints = get_type_hints(cls)
     fields = tuple(
-        (f.name, hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+        (
+            f.name,
+            _converter(hints[f.name]),
+            f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+        )
         for f in dataclasses.fields(cls)
     )
     return frozenset(name for name, _, _ in fields), fields
@@ -261,9 +329,9 @@ def from_dict(cls: type[T], data: Any, where: str = "$") -> T:
     if not names.issuperset(data):
         raise SchemaError(f"{where}: unknown field(s) {', '.join(sorted(set(data) - names))}")
     kwargs = {}
-    for name, tp, required in fields:
+    for name, convert, required in fields:
         if name in data:
-            kwargs[name] = _build(tp, data[name], f"{where}.{name}")
+            kwargs[name] = convert(data[name], f"{where}.{name}")
         elif required:
             raise SchemaError(f"{where}: missing field {name}")
     return cls(**kwargs)

@@ -17,17 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# Two-sided 95%: the t distribution's 0.975 quantile by degrees of freedom (standard tables).
-_T975 = {
-    1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706, 6: 2.4469, 7: 2.3646, 8: 2.3060,
-    9: 2.2622, 10: 2.2281, 11: 2.2010, 12: 2.1788, 13: 2.1604, 14: 2.1448, 15: 2.1314,
-    16: 2.1199, 17: 2.1098, 18: 2.1009, 19: 2.0930, 20: 2.0860, 21: 2.0796, 22: 2.0739,
-    23: 2.0687, 24: 2.0639, 25: 2.0595, 26: 2.0555, 27: 2.0518, 28: 2.0484, 29: 2.0452,
-    30: 2.0423, 40: 2.0211, 60: 2.0003, 120: 1.9799,
-}  # fmt: skip
-# Interpolated in 1/df (t is close to linear there); 1/df = 0 is the normal's 1.96.
-_INV_DF = np.array([0.0, *(1.0 / d for d in sorted(_T975, reverse=True))])
-_T = np.array([1.9600, *(_T975[d] for d in sorted(_T975, reverse=True))])
+from analysis.tquantiles import KNOTS
+
+# Interpolated in 1/df over the shared table (analysis.tquantiles).
+_INV_DF, _T = (np.array(col) for col in zip(*KNOTS, strict=True))
 
 
 def t975(df: pd.Series) -> pd.Series:

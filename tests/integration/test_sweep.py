@@ -148,3 +148,51 @@ def test_step_search_in_shard_mode_probes_over_both_hosts_and_records_each_probe
     # The first round probes two points at once, one per host.
     assert {h for p in state["probes"][:2] for h in p["hosts"]} == {"sshost1", "sshost2"}, state["probes"]
     assert f"search over steps 1..5: best {state['best']}" in run.output
+
+
+def with_hostvars(inventory: Path, out: Path, hostvars: dict[str, dict]) -> Path:
+    """A copy of a test inventory (JSON) with extra variables for some hosts."""
+    data = json.loads(inventory.read_text())
+    for host, extra in hostvars.items():
+        data["sweep"]["hosts"][host].update(extra)
+    out.write_text(json.dumps(data))
+    return out
+
+
+def test_multi_node_plan_renders_each_rank_and_a_rank_without_its_leader_is_a_problem(
+    sglang_inventory: Path, run_sweep, tmp_path: Path
+) -> None:
+    node = {"sglang_server_nnodes": 2, "sglang_server_dist_init_addr": "10.0.0.1:5000"}
+    inventory = with_hostvars(sglang_inventory, tmp_path / "multi.yml", {
+        "sshost1": {**node, "sglang_server_node_rank": 0},
+        "sshost2": {**node, "sglang_server_node_rank": 1},
+    })  # fmt: skip
+    run = run_sweep(inventory, "-e", "steps=2", "-e", "plan_only=true")
+    assert run.proc.returncode == 0, run.output[-4000:]
+    plan = json.loads((run.sweep_dir / "plan.json").read_text())
+    for host, rank in (("sshost1", "0"), ("sshost2", "1")):
+        argv = plan["hosts"][host]["entries"][1]["argv"]
+        flags = {flag: argv[i + 1] for i, flag in enumerate(argv[:-1]) if flag.startswith("--")}
+        assert (flags["--nnodes"], flags["--node-rank"], flags["--dist-init-addr"]) == (
+            "2",
+            rank,
+            "10.0.0.1:5000",
+        )
+    assert "node rank 1 on sshost2 needs specsweep_follows" in " ".join(plan["hosts"]["sshost2"]["warnings"])
+    assert "specsweep_follows" not in " ".join(plan["hosts"]["sshost1"]["warnings"])
+
+
+def test_a_host_that_follows_another_runs_each_config_beside_it_and_records_nothing(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    inventory = with_hostvars(
+        sweep_inventory, tmp_path / "follow.yml", {"sshost2": {"specsweep_follows": "sshost1"}}
+    )
+    run = run_sweep(inventory, "-e", "steps=1", "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
+    assert run.proc.returncode == 0, run.output[-4000:]
+    assert sorted(run.facts()) == [("sshost1", "baseline"), ("sshost1", "s1")]  # the leader's facts only
+    logs = ssh_hosts.opt_dir("sshost2") / "specsweep" / "run" / run.sweep_dir.name
+    assert sorted(p.name for p in logs.glob("*.log")) == ["baseline.log", "s1.log"]  # it ran its part of each
+    assert "Run this host's part until its leader has recorded s1" in run.output
+    ps = ssh_hosts.run_in_host("sshost2", ["ps", "-eo", "args"]).stdout
+    assert "specsweep_llama_server" not in ps, ps  # and stopped it

@@ -1,0 +1,122 @@
+"""Draw a report's plots in a helper process started before the tables exist.
+
+Why: importing matplotlib (about 0.6 s) and drawing (about 2 s of CPU for a 50-host sweep; text
+layout dominates) are most of what `report --out` costs. The helper is forked as soon as the
+command knows it will plot: it imports matplotlib while this process loads rows and builds the
+tables, then draws them (`make_plots` spreads figures over workers forked from the helper, which
+inherit its import). fork, not spawn: the helper keeps this process's pandas import instead of
+paying for it again. Where fork does not exist the plots are drawn here, after the tables.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from types import TracebackType
+
+import pandas as pd
+
+from analysis import forks
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One rendered figure: file name, caption and PNG bytes.
+
+    Defined here, not with the drawing code: unpickling one imports its module, and this process
+    must not import matplotlib only to receive bytes.
+    """
+
+    name: str
+    caption: str
+    png: bytes
+
+
+Result = tuple[list[Plot], int]  # the plots, and how many families had none (make_plots)
+
+
+def _serve(conn: Connection, other_end: Connection) -> None:
+    """The helper: import the plotting stack, wait for the tables, send back the plots or the error."""
+    other_end.close()  # the report's end, inherited: open here, it would hide the report's exit
+    with contextlib.suppress(Exception):  # a failed import fails again below, and is reported then
+        import analysis.plots  # noqa: F401 - now, while the report loads its rows
+    try:
+        step, speed = conn.recv()
+    except EOFError:  # the report ended without plotting (nothing loaded, or an error)
+        return
+    try:
+        from analysis.plots import make_plots
+
+        result: Result | str = make_plots(step, speed)
+    except Exception:  # the traceback as text: an exception object may not pickle
+        result = traceback.format_exc()
+    with contextlib.suppress(BrokenPipeError):  # the report ended without waiting for them
+        conn.send(result)
+
+
+class Plotter:
+    """Plots of tables not built yet: `submit` them when they are, collect with `result`.
+
+    A context manager: leaving it ends the helper, asked or not.
+    """
+
+    def __init__(self) -> None:
+        self._asked: tuple[pd.DataFrame, pd.DataFrame] | None = None
+        self._result: Result | None = None
+        self._conn: Connection | None = None
+        if not forks.available():
+            return
+        context = forks.context()
+        self._conn, child = context.Pipe()
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()  # else the helper would write out this process's buffered output again
+        # Not a daemon: make_plots forks workers of its own, which a daemon may not.
+        self._process = context.Process(target=_serve, args=(child, self._conn), name="specsweep-plots")
+        with forks.frozen_gc():
+            self._process.start()
+        child.close()
+
+    def submit(self, step: pd.DataFrame, speed: pd.DataFrame) -> None:
+        """Start drawing the plots of a step table and its host speeds."""
+        if self._conn is None:
+            self._asked = (step, speed)
+        else:
+            with contextlib.suppress(BrokenPipeError):  # the helper is gone: `result` says so
+                self._conn.send((step, speed))
+
+    def result(self) -> Result:
+        """The plots asked for by `submit`, as `make_plots` returns them (waits for them once)."""
+        if self._result is None:
+            self._result = self._receive()
+        return self._result
+
+    def _receive(self) -> Result:
+        """The helper's answer, or the plots drawn here where there is no helper."""
+        if self._conn is None:
+            from analysis.plots import make_plots
+
+            assert self._asked is not None, "submit before result"
+            return make_plots(*self._asked)
+        try:
+            answer: Result | str = self._conn.recv()
+        except EOFError:
+            self._process.join()
+            answer = f"the plot helper ended without an answer (exit code {self._process.exitcode})"
+        if isinstance(answer, str):
+            raise RuntimeError(f"drawing the plots failed:\n{answer}")
+        return answer
+
+    def __enter__(self) -> Plotter:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if self._conn is not None:
+            # A helper still waiting for tables sees the end and exits; one drawing them finds
+            # nobody to send them to when it is done. Not killed: its own workers would be left.
+            self._conn.close()
+            self._process.join()
