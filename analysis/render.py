@@ -210,17 +210,21 @@ def profile_blocks(tables: Tables) -> list[Block]:
     """One block per group measured under several env profiles: a row per grid point, a column pair
     (tok/s, step ms) per profile; step ms only where some step time was recorded."""
     wide = tables.profiles
+    if wide.empty:
+        return []
     keys = wide.index.to_frame(index=False)
     labels = keys["config"].astype(str).tolist()
     shown = {c: num(wide[c], ".1f") for c in wide.columns}
-    present = wide.notna().to_numpy()
+    recorded = wide["step_ms"].notna().to_numpy()
     profiles = list(dict.fromkeys(wide.columns.get_level_values(1)))
+    # A group's own profiles (one whose configs all failed included: its column says so).
+    step_profiles = tables.step["env_profile"].to_numpy()
+    measured = {key: set(step_profiles[rows]) for key, rows in groups(tables.step)}
     out = []
     for key, rows in groups(keys):
-        has = dict(zip(wide.columns, present[rows].any(axis=0).tolist(), strict=True))
-        steps = any(has[("step_ms", p)] for p in profiles)
+        steps = bool(recorded[rows].any())
         headers, columns = ["config"], [[labels[i] for i in rows]]
-        for p in (p for p in profiles if has[("decode_tps", p)] or has[("step_ms", p)]):
+        for p in (p for p in profiles if p in measured[key]):
             for metric, unit in [("decode_tps", "tok/s"), ("step_ms", "step ms")]:
                 if metric == "decode_tps" or steps:
                     headers.append(f"{p} {unit}")

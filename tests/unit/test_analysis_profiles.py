@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factories import config, fact, run, write_sweep
+from factories import config, crash, fact, run, write_sweep
 
 from analysis.cli import main
 from analysis.load import load_sweeps
@@ -162,3 +162,18 @@ def test_grid_points_sharing_a_step_count_keep_rows_of_their_own(tmp_path: Path)
     ]
     rows = block(render(build_tables(load_sweeps([write_sweep(tmp_path, facts)])), "text"), "env profiles |")
     assert rows[1:] == [["s2-k1-d3", "90.0", "91.0"], ["s2-k2-d5", "95.0", "97.0"]]
+
+
+def test_a_profile_whose_configs_all_failed_keeps_its_column(tmp_path: Path) -> None:
+    facts = [
+        measured(None, "default", 80.0),
+        measured(2, "default", 84.0),
+        fact(config(None, "nccl_ll_ring"), [], failure=crash()),
+        fact(config(2, "nccl_ll_ring"), [], failure=crash()),
+    ]
+    rows = block(render(build_tables(load_sweeps([write_sweep(tmp_path, facts)])), "text"), "env profiles |")
+    assert rows == [
+        ["config", "default tok/s", "nccl_ll_ring tok/s"],
+        ["baseline", "80.0", "–"],
+        ["s2", "84.0", "–"],
+    ]
