@@ -13,10 +13,8 @@ import ast
 import importlib.util
 import json
 import random
-import subprocess
 import sys
 import types
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from sglang_wheel import sglang_source
 
 from analysis import record
 from analysis.rows import run_rows
@@ -70,19 +69,7 @@ def fixture_lines() -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def bench_src() -> Path:
     """sglang/benchmark (+ sglang/bench_serving.py) of the 0.5.23 wheel, cached under .cache/."""
-    cache = REPO / ".cache" / "sglang-0.5.23"
-    if not (cache / "sglang" / "benchmark" / "serving.py").exists():
-        wheels = cache / "wheel"
-        if not list(wheels.glob("sglang-0.5.23-*.whl")):
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                 "--dest", str(wheels), "sglang==0.5.23"],
-                check=True,
-            )  # fmt: skip
-        with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
-            wanted = ("sglang/bench_serving.py", "sglang/benchmark/")
-            whl.extractall(cache, [n for n in whl.namelist() if n.startswith(wanted)])
-    return cache / "sglang"
+    return sglang_source("sglang/bench_serving.py", "sglang/benchmark/")
 
 
 def _function(tree: ast.Module, name: str) -> ast.FunctionDef:

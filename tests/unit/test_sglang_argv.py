@@ -15,14 +15,13 @@ algorithm names are checked against the real source on every run.
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 from plugin_loader import load_plugin
+from sglang_wheel import sglang_source
 
 FLAGS_FIXTURE = Path(__file__).parent / "fixtures" / "sglang_0.5.23_flags.txt"
 PY = "/opt/sglang/bin/python"
@@ -204,17 +203,7 @@ def load_flags(path: Path = FLAGS_FIXTURE) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def sglang_src() -> Path:
     """The sglang 0.5.23 package source, unpacked from its PyPI wheel (no install, no import)."""
-    cache = Path(__file__).resolve().parents[2] / ".cache" / "sglang-0.5.23"
-    if not (cache / "sglang" / "srt" / "server_args.py").exists():
-        wheels = cache / "wheel"
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--dest", str(wheels), "sglang==0.5.23"],
-            check=True,
-        )  # fmt: skip
-        with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
-            whl.extractall(cache, [n for n in whl.namelist() if n.startswith("sglang/srt/")])
-    return cache / "sglang"
+    return sglang_source("sglang/srt/")
 
 
 def test_fixture_matches_sglang_source(sglang_src: Path) -> None:
