@@ -429,9 +429,8 @@ def test_role_task_argv_matches_the_adapter_options() -> None:
     argv = task["vars"]["benchmark_argv"]
     assert argv[1] == "{{ benchmark_work_dir }}/specsweep_bench_serving.py"
     options = {a.split("=", 1)[0] for a in argv[2:]} | {"--concurrency", "--extra-arg"}
-    # The adapter's options are the "--" literals of its parse_args.
-    consts = bs.parse_args.__code__.co_consts
-    parser_options = {c for c in consts if isinstance(c, str) and c.startswith("--")}
+    # The adapter's options, from its own parser.
+    parser_options = {o for o in bs.build_parser()._option_string_actions if o.startswith("--")}
     assert options <= parser_options, options - parser_options
     assert {"--sglang-python", "--jsonl", "--url", "--prompts", "--max-tokens"} <= options
     specs = yaml.safe_load((REPO / "roles/benchmark/meta/argument_specs.yml").read_text())

@@ -293,10 +293,9 @@ def load_prompts(path: str) -> tuple[list[Doc], str]:
     return prompts, hashlib.sha256(raw).hexdigest()
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """Command-line options."""
-    p = argparse.ArgumentParser(description="specsweep on-host benchmark client")
-    p.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
+def add_measurement_options(p: argparse.ArgumentParser) -> None:
+    """The options of a measurement, shared with the bench_serving adapter so both clients take
+    the role's settings the same way."""
     p.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
     p.add_argument("--prompts", required=True, help="JSONL file of {id, prompt}")
     p.add_argument("--max-tokens", type=int, required=True)
@@ -306,6 +305,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--api-key-env", help="name of the env var holding the API key")
     p.add_argument("--timeout-s", type=float, default=600.0, help="per request")
     p.add_argument("--output", help="also write the document to this file")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Command-line options."""
+    p = argparse.ArgumentParser(description="specsweep on-host benchmark client")
+    p.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
+    add_measurement_options(p)
     args = p.parse_args(argv)
     args.concurrency = args.concurrency or [1]
     if min(args.max_tokens, args.repeats, *args.concurrency) < 1 or args.warmup < 0:

@@ -39,7 +39,7 @@ import subprocess
 import sys
 from typing import Any
 
-from specsweep_bench import emit, load_prompts, sglang_server_facts
+from specsweep_bench import add_measurement_options, emit, load_prompts, sglang_server_facts
 
 CLIENT = "sglang.bench_serving"
 # 0.5.23 keeps this name as an alias of sglang.benchmark.serving (sglang/bench_serving.py);
@@ -193,21 +193,19 @@ def run_bench(argv: list[str], env: dict[str, str], timeout_s: float, log: str, 
         raise BenchError(f"bench_serving exited {proc.returncode}: {' | '.join(tail)} (log: {log})"[:500])
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
     """Command-line options (those of specsweep_bench.py, less --engine, plus bench_serving's)."""
     p = argparse.ArgumentParser(description="specsweep adapter for python -m sglang.bench_serving")
     p.add_argument("--sglang-python", required=True, help="python of the SGLang environment")
-    p.add_argument("--url", required=True, help="http://127.0.0.1:PORT")
-    p.add_argument("--prompts", required=True, help="JSONL file of {id, prompt}")
-    p.add_argument("--max-tokens", type=int, required=True)
-    p.add_argument("--warmup", type=int, default=1, help="warm-up requests before the first run")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--concurrency", type=int, action="append", help="repeatable")
-    p.add_argument("--api-key-env", help="name of the env var holding the API key")
-    p.add_argument("--timeout-s", type=float, default=600.0, help="per request")
-    p.add_argument("--output", help="also write the document to this file")
+    add_measurement_options(p)
     p.add_argument("--jsonl", required=True, help="bench_serving's own JSONL (replaced)")
     p.add_argument("--extra-arg", action="append", default=[], help="bench_serving argument, repeatable")
+    return p
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options, checked."""
+    p = build_parser()
     args = p.parse_args(argv)
     args.concurrency = args.concurrency or [1]
     if min(args.repeats, *args.concurrency) < 1 or args.warmup < 0:
