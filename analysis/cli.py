@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 # Each module exposes `add_parser(subparsers)`, which adds its subparser and sets `func`
 # (args -> exit code). Adding a subcommand is adding its module name here.
-SUBCOMMANDS = ("report", "history", "regress", "record")
+SUBCOMMANDS = ("report", "history", "regress")
 
 
 def build_parser() -> argparse.ArgumentParser:

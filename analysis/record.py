@@ -1,18 +1,16 @@
 """Write what a sweep produced: one fact per (host, config), and the plan.
 
-The playbook pipes a JSON payload into `python -m analysis record-fact|record-plan`;
-this module turns it into schema objects (so a malformed fact fails here, loudly,
-not in next week's report), redacts secrets and writes atomically.
+The playbook hands its payload to the `specsweep_results` action (plugins/action), which calls
+this module in the ansible-playbook process; it turns the payload into schema objects (so a
+malformed fact fails here, loudly, not in next week's report), redacts secrets and writes atomically.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,44 +118,19 @@ def describe_plan(plan: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _record_fact(args: argparse.Namespace) -> int:
-    fact = build_fact(json.load(sys.stdin))
-    write_json_atomic(Path(args.out), to_dict(fact))
-    print(f"{fact.host}/{fact.config.id}: {fact.status} -> {args.out}")
-    return 0
+def write_fact(payload: dict[str, Any], out: Path) -> Fact:
+    """Build the fact from the playbook's payload and write it; returns it."""
+    fact = build_fact(payload)
+    write_json_atomic(out, to_dict(fact))
+    return fact
 
 
-def _record_plan(args: argparse.Namespace) -> int:
-    payload = json.load(sys.stdin)
+def write_plan(payload: dict[str, Any], out: Path) -> str:
+    """Write sweep.json, the run's claims folder and plan.json; return the plan as people read it."""
     plan = build_plan(payload)
-    folder = Path(args.out).parent
     # What the sweep was asked to do, next to the plan: `-e resume=ID` and people read it.
-    write_json_atomic(folder / "sweep.json", payload["sweep"])
+    write_json_atomic(out.parent / "sweep.json", payload["sweep"])
     # Shard claims and search probes are atomic mkdirs under this run's folder.
-    (folder / ".claims" / payload["sweep"]["run_id"]).mkdir(parents=True, exist_ok=True)
-    write_json_atomic(Path(args.out), plan)
-    print(describe_plan(plan))
-    print(f"plan written to {args.out}")
-    return 0
-
-
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register record-fact and record-plan (used by the playbook, not by people)."""
-    fact = subparsers.add_parser("record-fact", help="write one fact from the playbook's JSON on stdin")
-    fact.add_argument("--out", required=True)
-    fact.set_defaults(func=_record_fact)
-    plan = subparsers.add_parser("record-plan", help="write sweep.json and plan.json (JSON on stdin)")
-    plan.add_argument("--out", required=True)
-    plan.set_defaults(func=_record_plan)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m analysis.record ...`: the playbook's writer without the report's heavy imports."""
-    parser = argparse.ArgumentParser(prog="python -m analysis.record", description=__doc__.splitlines()[0])
-    add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    (out.parent / ".claims" / payload["sweep"]["run_id"]).mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out, plan)
+    return f"{describe_plan(plan)}\nplan written to {out}"

@@ -7,6 +7,7 @@ millions of rows only to take two percentiles of each run.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections.abc import Iterable
 from typing import Any
@@ -16,15 +17,19 @@ from analysis.schema import Fact, Run
 Row = dict[str, Any]
 
 
-def quantile(values: Iterable[float], q: float) -> float | None:
-    """Linearly interpolated quantile (numpy's default method); None for no values."""
+def quantiles(values: Iterable[float], *qs: float) -> list[float | None]:
+    """Linearly interpolated quantiles (numpy's default method) of one sort; None for no values."""
     ordered = sorted(values)
     if not ordered:
-        return None
-    pos = (len(ordered) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+        return [None] * len(qs)
+    last = len(ordered) - 1
+    out: list[float | None] = []
+    for q in qs:
+        pos = last * q
+        lo = int(pos)
+        hi = min(lo + 1, last)
+        out.append(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
+    return out
 
 
 def step_time_ms(server_info: dict[str, Any], concurrency: int) -> float | None:
@@ -36,7 +41,7 @@ def step_time_ms(server_info: dict[str, Any], concurrency: int) -> float | None:
     times = table.get(str(concurrency)) if isinstance(table, dict) else None
     if not isinstance(times, list):
         return None
-    numbers = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    numbers = [t for t in times if type(t) in (int, float)]  # exact types: a bool is no number
     return statistics.median(numbers) * 1000.0 if numbers else None
 
 
@@ -67,8 +72,9 @@ def _run_numbers(run: Run) -> Row:
     """Counts, medians and p99s of one run; errored requests add no numbers."""
     ok = [q for q in run.requests if q.error is None]
     errors = [q.error for q in run.requests if q.error is not None]
-    ttfts = [q.ttft_s for q in ok]
-    gaps = [g for q in ok for g in q.itl_s]
+    ttft, ttft_p99 = quantiles((q.ttft_s for q in ok), 0.5, 0.99)
+    itl, itl_p99 = quantiles(itertools.chain.from_iterable(q.itl_s for q in ok), 0.5, 0.99)
+    (decode,) = quantiles((q.decode_tps for q in ok if q.decode_tps is not None), 0.5)
     n = len(run.requests)
     run_ok = n > 0 and not errors
     return {
@@ -78,11 +84,11 @@ def _run_numbers(run: Run) -> Row:
         "failed": not run_ok,
         "cause": None if run_ok else ("no_requests" if n == 0 else "request_error"),
         "message": errors[0] if errors else None,
-        "decode_tps": quantile((q.decode_tps for q in ok if q.decode_tps is not None), 0.5),
-        "ttft_s": quantile(ttfts, 0.5),
-        "ttft_p99_s": quantile(ttfts, 0.99),
-        "itl_s": quantile(gaps, 0.5),
-        "itl_p99_s": quantile(gaps, 0.99),
+        "decode_tps": decode,
+        "ttft_s": ttft,
+        "ttft_p99_s": ttft_p99,
+        "itl_s": itl,
+        "itl_p99_s": itl_p99,
         "output_tokens": sum(q.output_tokens for q in ok) if ok else None,
     }
 
@@ -126,27 +132,30 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
     return rows
 
 
-def request_rows(path: str, fact: Fact) -> list[Row]:
-    """One row per request of every run (texts kept for the output-equivalence check)."""
-    return [
-        {
-            "path": path,
-            "run_index": i,
-            "sweep_id": fact.sweep_id,
-            "host": fact.host,
-            "engine": fact.engine.name,
-            "model": fact.engine.model,
-            "config_id": fact.config.id,
-            "concurrency": r.concurrency,
-            "repeat": r.repeat,
-            "prompt_id": q.prompt_id,
-            "output_tokens": q.output_tokens,
-            "ttft_s": q.ttft_s,
-            "e2e_s": q.e2e_s,
-            "decode_tps": q.decode_tps,
-            "text": q.text,
-            "error": q.error,
-        }
-        for i, r in enumerate(fact.runs)
-        for q in r.requests
-    ]
+def request_columns(path: str, fact: Fact) -> dict[str, list[Any]]:
+    """Every request of every run, one list per column (texts kept for the output-equivalence check).
+
+    Columns, not a dict per request: a cold report has a hundred thousand requests, and the frame
+    is built from lists faster than from as many dicts.
+    """
+    runs = [(i, r) for i, r in enumerate(fact.runs) for _ in r.requests]
+    requests = [q for r in fact.runs for q in r.requests]
+    n = len(requests)
+    return {
+        "path": [path] * n,
+        "run_index": [i for i, _ in runs],
+        "sweep_id": [fact.sweep_id] * n,
+        "host": [fact.host] * n,
+        "engine": [fact.engine.name] * n,
+        "model": [fact.engine.model] * n,
+        "config_id": [fact.config.id] * n,
+        "concurrency": [r.concurrency for _, r in runs],
+        "repeat": [r.repeat for _, r in runs],
+        "prompt_id": [q.prompt_id for q in requests],
+        "output_tokens": [q.output_tokens for q in requests],
+        "ttft_s": [q.ttft_s for q in requests],
+        "e2e_s": [q.e2e_s for q in requests],
+        "decode_tps": [q.decode_tps for q in requests],
+        "text": [q.text for q in requests],
+        "error": [q.error for q in requests],
+    }

@@ -1,18 +1,56 @@
 #!/usr/bin/python
-"""Describe the host a measurement ran on: CPU, memory, kernel and, when present, NVIDIA GPUs."""
+"""Describe a host for the sweep in one round trip: its hardware, and what it has of an engine."""
 
 from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: specsweep_host_facts
-short_description: CPU, memory and NVIDIA GPU facts for result provenance
+short_description: CPU, memory and NVIDIA GPU facts, and a read-only check of an engine's install
 description:
   - Reads /proc and, when C(nvidia-smi) is on PATH, the GPU model, count, memory, driver, CUDA
     version and topology. Without nvidia-smi the GPU fields are empty; nothing fails.
-options: {}
+  - Reports what of an engine is missing or different, and changes nothing. Roles run their
+    install tasks only for what it reports, so a host that is up to date costs this one call.
+  - O(packages) and O(imports) are checked with O(python) (for example the engine's venv), never
+    with the Python that runs this module.
+options:
+  hardware: {type: bool, default: true, description: Describe CPU, memory and GPUs (C(host_facts)).}
+  python: {type: str, description: Interpreter whose packages and imports are checked.}
+  packages:
+    type: list
+    elements: str
+    default: []
+    description: Pins (C(name==version)) that O(python) must have installed.
+  imports:
+    type: list
+    elements: str
+    default: []
+    description: Modules O(python) must import; their C(__version__) is returned.
+  files:
+    type: dict
+    default: {}
+    description: Host path to the SHA-1 of the content it must have.
+  paths:
+    type: list
+    elements: path
+    default: []
+    description: Paths that must exist.
 author: specsweep
 """
 
+RETURN = r"""
+host_facts: {type: dict, returned: with O(hardware), description: CPU, memory, kernel, Python and GPUs.}
+installed:
+  type: dict
+  returned: always
+  description:
+    - C(python_ok) (O(python) runs; true without it), C(missing_packages) (all pins when it does not run),
+      C(imports) (module to version), C(import_errors) (module to the last line of its error),
+      C(stale_files) (absent or different O(files)), C(missing_paths), and C(complete) (none of these).
+"""
+
+import hashlib
+import json
 import os
 import platform
 import shutil
@@ -56,8 +94,51 @@ def smi(*args: str) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def main() -> None:
-    module = AnsibleModule(argument_spec={}, supports_check_mode=True)
+# Runs under the checked interpreter (-I: its own site-packages only, not ours or the user's).
+PROBE = r"""
+import importlib, json, re, sys
+from importlib.metadata import distributions
+pins, imports = json.loads(sys.argv[1])
+norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()
+have = {norm(d.metadata["Name"]) + "==" + d.version for d in distributions()}
+found, errors = {}, {}
+for name in imports:
+    try:
+        found[name] = getattr(importlib.import_module(name), "__version__", None)
+    except Exception as exc:
+        errors[name] = (type(exc).__name__ + ": " + str(exc)).strip().splitlines()[-1]
+missing = [p for p in pins if norm(p.split("==")[0]) + "==" + p.split("==", 1)[-1] not in have]
+print(json.dumps({"missing": missing, "imports": found, "import_errors": errors}))
+"""
+
+
+def sha1(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha1(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def probe(python: str, packages: list[str], imports: list[str]) -> dict:
+    """Ask `python` which pins it lacks and which modules it imports; a Python that does not run
+    lacks every pin and imports nothing."""
+    try:
+        proc = subprocess.run(
+            [python, "-I", "-c", PROBE, json.dumps([packages, imports])],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        if proc.returncode == 0:
+            return {"python_ok": True, **json.loads(proc.stdout)}
+        reason = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        reason = str(exc)
+    errors = dict.fromkeys(imports, reason)
+    return {"python_ok": False, "missing": packages, "imports": {}, "import_errors": errors}
+
+
+def hardware() -> dict:
+    """The host_facts every measurement records."""
     facts = {
         "hostname": socket.gethostname(),
         "cpu_model": cpu_model(),
@@ -75,7 +156,48 @@ def main() -> None:
         facts["gpus"] = parse_gpu_query(query)
         facts.update(parse_smi_header(smi() or ""))
         facts["gpu_topology"] = smi("topo", "-m")
-    module.exit_json(changed=False, host_facts=facts)
+    return facts
+
+
+def installed(p: dict) -> dict:
+    """What of the engine in `p` is missing or stale on this host."""
+    found = probe(p["python"], p["packages"], p["imports"]) if p["python"] else {}
+    out = {
+        "python_ok": found.get("python_ok", True),
+        "missing_packages": found.get("missing", []),
+        "imports": found.get("imports", {}),
+        "import_errors": found.get("import_errors", {}),
+        "stale_files": sorted(dest for dest, digest in p["files"].items() if sha1(dest) != digest),
+        "missing_paths": [path for path in p["paths"] if not os.path.exists(path)],
+    }
+    out["complete"] = out["python_ok"] and not any(
+        out[k] for k in ("missing_packages", "import_errors", "stale_files", "missing_paths")
+    )
+    return out
+
+
+ARGUMENT_SPEC = {
+    "hardware": {"type": "bool", "default": True},
+    "python": {"type": "str"},
+    "packages": {"type": "list", "elements": "str", "default": []},
+    "imports": {"type": "list", "elements": "str", "default": []},
+    "files": {"type": "dict", "default": {}},
+    "paths": {"type": "list", "elements": "path", "default": []},
+}
+
+
+def main() -> None:
+    module = AnsibleModule(argument_spec=ARGUMENT_SPEC, supports_check_mode=True)
+    p = module.params
+    if (p["packages"] or p["imports"]) and not p["python"]:
+        module.fail_json(msg="packages and imports need python: the interpreter to check them with")
+    bad = [pin for pin in p["packages"] if "==" not in pin]
+    if bad:
+        module.fail_json(msg=f"packages must be pins name==version: {', '.join(bad)}")
+    result = {"installed": installed(p)}
+    if p["hardware"]:
+        result["host_facts"] = hardware()
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -263,3 +263,26 @@ def test_two_nights_first_clean_then_a_regression_fails_with_a_summary(
     # Rotation: the two newest nights only.
     for kind in ("artifacts", "reports"):
         assert sorted(p.name for p in (folder / kind).iterdir()) == [night1, night2], kind
+
+
+def test_a_night_with_a_host_down_stores_what_was_measured_then_fails_naming_the_host(
+    sweep_inventory: Path, tmp_path: Path
+) -> None:
+    sweep = json.loads(sweep_inventory.read_text())
+    hosts = sweep["sweep"]["hosts"]
+    # A host whose sshd refuses connections: unreachable from the start.
+    hosts["ghost"] = {**next(iter(hosts.values())), "ansible_host": "127.0.0.1", "ansible_port": 1}
+    inventory = tmp_path / "nightly-hosts.json"
+    inventory.write_text(json.dumps({"all": {"vars": {"specsweep_nightly": TINY_GRID}, "children": sweep}}))
+
+    night, name = run_night(tmp_path, inventory)
+    output = night.stdout + night.stderr
+    assert night.returncode != 0, output[-5000:]
+    # The two reachable hosts' runs are in the history before the night fails.
+    assert history_counts(tmp_path / "history.sqlite") == {name: 4}
+    artifacts = tmp_path / "nightly" / "artifacts" / name
+    failed = [e["event_data"] for e in events(artifacts) if e["event"] == "runner_on_failed"]
+    assert [f["task"] for f in failed] == ["Nightly | Fail on a regression or a failed config"], failed
+    message = failed[0]["res"]["msg"]
+    assert "ghost: not reached; not measured: baseline, s1" in message, message
+    assert "**0 regression(s)**" in (tmp_path / "nightly" / "reports" / name / "regress.md").read_text()

@@ -14,6 +14,8 @@ only the GPU UUIDs were replaced with same-shape fakes:
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -212,7 +214,8 @@ def run_main(host_facts: ModuleType, monkeypatch: pytest.MonkeyPatch) -> dict[st
 
     class FakeModule:
         def __init__(self, **kwargs: Any) -> None:
-            assert kwargs == {"argument_spec": {}, "supports_check_mode": True}
+            assert kwargs == {"argument_spec": host_facts.ARGUMENT_SPEC, "supports_check_mode": True}
+            self.params = {k: spec.get("default") for k, spec in host_facts.ARGUMENT_SPEC.items()}
 
         def exit_json(self, **kwargs: Any) -> None:
             result.update(kwargs)
@@ -247,3 +250,45 @@ def test_main_without_nvidia_smi(
     assert facts["cuda_version"] is None
     assert facts["gpu_topology"] is None
     assert isinstance(facts["cpu_count"], int)
+
+
+# --- the install check (the same round trip) -----------------------------------------------
+
+
+def test_installed_reports_missing_pins_failed_imports_stale_files_and_paths(
+    host_facts: ModuleType, tmp_path: Path
+) -> None:
+    good, stale = tmp_path / "launcher.py", tmp_path / "client.py"
+    good.write_text("print('hi')\n")
+    stale.write_text("old\n")
+    digest = hashlib.sha1(b"print('hi')\n").hexdigest()
+    pytest_pin = f"pytest=={importlib.metadata.version('pytest')}"
+    p = {
+        "python": sys.executable,
+        "packages": [pytest_pin, "pytest==0.0.1", "no-such-dist==1.0"],
+        "imports": ["pytest", "no_such_module_here"],
+        "files": {str(good): digest, str(stale): digest, str(tmp_path / "absent.py"): digest},
+        "paths": [str(tmp_path), str(tmp_path / "model.gguf")],
+    }
+    out = host_facts.installed(p)
+    assert out["python_ok"] is True
+    assert out["missing_packages"] == ["pytest==0.0.1", "no-such-dist==1.0"]
+    assert out["imports"] == {"pytest": pytest.__version__}
+    assert out["import_errors"] == {
+        "no_such_module_here": "ModuleNotFoundError: No module named 'no_such_module_here'"
+    }
+    assert out["stale_files"] == sorted([str(stale), str(tmp_path / "absent.py")])
+    assert out["missing_paths"] == [str(tmp_path / "model.gguf")]
+    assert out["complete"] is False
+    complete = host_facts.installed({**p, "packages": [pytest_pin], "imports": ["pytest"],
+                                     "files": {str(good): digest}, "paths": [str(tmp_path)]})  # fmt: skip
+    assert complete["complete"] is True
+
+
+def test_installed_with_a_python_that_does_not_run_lacks_everything(
+    host_facts: ModuleType, tmp_path: Path
+) -> None:
+    out = host_facts.installed({"python": str(tmp_path / "venv" / "bin" / "python"), "packages": ["a==1"],
+                                "imports": ["sglang"], "files": {}, "paths": []})  # fmt: skip
+    assert (out["python_ok"], out["missing_packages"], out["complete"]) == (False, ["a==1"], False)
+    assert "No such file or directory" in out["import_errors"]["sglang"]

@@ -163,17 +163,6 @@ def test_secrets_are_redacted_and_written_nowhere(tmp_path: Path) -> None:
     assert [s for s in SECRETS if s in text] == []
 
 
-def test_record_fact_command_writes_the_fact_from_stdin(tmp_path: Path) -> None:
-    out = tmp_path / "localhost" / "s1.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "analysis", "record-fact", "--out", str(out)],
-        input=json.dumps(payload()), capture_output=True, text=True, cwd=REPO, timeout=60, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == f"localhost/s1: ok -> {out}\n"
-    assert load_fact(json.loads(out.read_text())).runs[1].repeat == 2
-
-
 def test_a_malformed_payload_fails_loudly() -> None:
     bad = copy.deepcopy(BENCH)
     bad["runs"][0]["duration_s"] = "twelve"
@@ -189,7 +178,7 @@ BASELINE = {**CONFIG, "id": "baseline", "speculative": False, "steps": None}
 
 
 def plan_payload() -> dict[str, Any]:
-    """What playbooks/sweep.yml "Plan | Write plan.json" pipes in: one reached host, one not."""
+    """What playbooks/sweep.yml "Plan | Write plan.json" hands the action: one reached host, one not."""
     return {
         "sweep_id": "nightly",
         "sweep": {"id": "nightly", "run_id": "20261130T020000000000Z", "settings": {"mode": "shard"}},
@@ -233,17 +222,43 @@ def test_build_plan_redacts_and_renames_problems_to_warnings(tmp_path: Path) -> 
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
 
 
-def test_record_plan_writes_the_request_the_plan_and_this_runs_claims_folder(tmp_path: Path) -> None:
-    out = tmp_path / "nightly" / "plan.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "analysis.record", "record-plan", "--out", str(out)],
-        input=json.dumps(plan_payload()), capture_output=True, text=True, check=False,
+def run_results_play(tmp_path: Path, tasks: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+    """Run the specsweep_results action in a real ansible-playbook (the repo's ansible.cfg)."""
+    play = tmp_path / "play.yml"
+    play.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), str(play)],
+        capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads((out.parent / "sweep.json").read_text()) == plan_payload()["sweep"]
-    assert json.loads(out.read_text())["hosts"]["gpu2"]["warnings"] == ["host not reached"]
-    assert (out.parent / ".claims" / "20261130T020000000000Z").is_dir()
-    assert proc.stdout.endswith(f"plan written to {out}\n")
+
+
+def test_the_results_action_writes_a_fact_the_plan_and_claims_each_config_once(tmp_path: Path) -> None:
+    sweep = tmp_path / "nightly"
+    claim = str(sweep / ".claims" / "run1" / "s1")
+    proc = run_results_play(tmp_path, [
+        {"specsweep_results": {"fact": payload(), "path": str(sweep / "localhost" / "s1.json")}},
+        {"specsweep_results": {"plan": plan_payload(), "path": str(sweep / "plan.json")}, "register": "plan"},
+        {"specsweep_results": {"claim": True, "path": claim}, "register": "first"},
+        {"specsweep_results": {"claim": True, "path": claim}, "register": "second"},
+        {"ansible.builtin.assert": {"that": ["first.claimed", "not second.claimed",
+                                             "plan.msg.endswith('plan written to ' ~ plan.path)"]}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert load_fact(json.loads((sweep / "localhost" / "s1.json").read_text())).runs[1].repeat == 2
+    assert json.loads((sweep / "sweep.json").read_text()) == plan_payload()["sweep"]
+    assert json.loads((sweep / "plan.json").read_text())["hosts"]["gpu2"]["warnings"] == ["host not reached"]
+    assert (sweep / ".claims" / "20261130T020000000000Z").is_dir()
+
+
+def test_the_results_action_refuses_a_malformed_fact_and_writes_nothing(tmp_path: Path) -> None:
+    bad = copy.deepcopy(BENCH)
+    bad["runs"][0]["duration_s"] = "twelve"
+    out = tmp_path / "localhost" / "s1.json"
+    task = {"specsweep_results": {"fact": payload(benchmark_output=bad), "path": str(out)}}
+    proc = run_results_play(tmp_path, [task])
+    assert proc.returncode == 2
+    assert "runs[0].duration_s: expected a number" in proc.stdout
+    assert not out.exists()
 
 
 def test_describe_plan_prints_one_runnable_line_per_host_and_config() -> None:
