@@ -12,10 +12,18 @@ from testhosts import NetnsHosts
 def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(
     sweep_inventory: Path, run_sweep
 ) -> None:
+    # A progress line every second: 2 repeats of 4 prompts x 24 tokens take longer than that.
     run = run_sweep(
-        sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0"
-    )
+        sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0",
+        "-e", "benchmark_progress_interval_s=1",
+    )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
+    for host in ("sshost1", "sshost2"):  # where each host is, in the normal output
+        assert re.search(rf"^\[{host}\] benchmarking \(repeat [12]/2 at concurrency 1\), \d+ s elapsed$",
+                         run.output, re.M), run.output[-4000:]  # fmt: skip
+    # Each host's last config: how far it got and when it will be done.
+    eta = re.findall(r"config 3/3 s3: launching;\s+2 measured here \(0 failed\); ETA \d+ min", run.output)
+    assert len(eta) == 2, run.output[-4000:]
     facts = run.facts()
     assert sorted(facts) == [(h, c) for h in ("sshost1", "sshost2") for c in ("baseline", "s1", "s3")], (
         run.output

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from local_play import run_local_play
 
 from analysis import record
 from analysis.schema import REDACTED, Fact, load_fact, to_dict
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH = json.loads((FIXTURES / "llama_bench_output_s1.json").read_text())
 SECRETS = ("s3cr3t-flag", "s3cr3t-eq", "hf_s3cr3t", "sk-s3cr3t")
@@ -222,20 +220,10 @@ def test_build_plan_redacts_and_renames_problems_to_warnings(tmp_path: Path) -> 
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
 
 
-def run_results_play(tmp_path: Path, tasks: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
-    """Run the specsweep_results action in a real ansible-playbook (the repo's ansible.cfg)."""
-    play = tmp_path / "play.yml"
-    play.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "tasks": tasks}]))
-    return subprocess.run(
-        [str(Path(sys.executable).parent / "ansible-playbook"), str(play)],
-        capture_output=True, text=True, cwd=REPO, timeout=120, check=False,
-    )  # fmt: skip
-
-
 def test_the_results_action_writes_a_fact_the_plan_and_claims_each_config_once(tmp_path: Path) -> None:
     sweep = tmp_path / "nightly"
     claim = str(sweep / ".claims" / "run1" / "s1")
-    proc = run_results_play(tmp_path, [
+    proc = run_local_play(tmp_path, [
         {"specsweep_results": {"fact": payload(), "path": str(sweep / "localhost" / "s1.json")}},
         {"specsweep_results": {"plan": plan_payload(), "path": str(sweep / "plan.json")}, "register": "plan"},
         {"specsweep_results": {"claim": True, "path": claim}, "register": "first"},
@@ -255,7 +243,7 @@ def test_the_results_action_refuses_a_malformed_fact_and_writes_nothing(tmp_path
     bad["runs"][0]["duration_s"] = "twelve"
     out = tmp_path / "localhost" / "s1.json"
     task = {"specsweep_results": {"fact": payload(benchmark_output=bad), "path": str(out)}}
-    proc = run_results_play(tmp_path, [task])
+    proc = run_local_play(tmp_path, [task])
     assert proc.returncode == 2
     assert "runs[0].duration_s: expected a number" in proc.stdout
     assert not out.exists()

@@ -328,6 +328,11 @@ def emit(doc: Doc, output: str | None) -> None:
     print(text)
 
 
+def progress(line: str) -> None:
+    """What the client is doing now, on stderr: the benchmark role shows its last line."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Warm up, then run every (concurrency, repeat); exit 1 if a run got nothing."""
     args = parse_args(argv)
@@ -335,11 +340,13 @@ def main(argv: list[str] | None = None) -> int:
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     client = Client(args.engine, args.url, api_key, args.timeout_s)
     for i in range(args.warmup):
+        progress(f"warm-up {i + 1}/{args.warmup}")
         prompt = prompts[i % len(prompts)]
         client.complete(prompt["id"], prompt["prompt"], args.max_tokens)
     runs: list[Doc] = []
     for conc in args.concurrency:
         for repeat in range(1, args.repeats + 1):
+            progress(f"repeat {repeat}/{args.repeats} at concurrency {conc}")
             run = {"repeat": repeat, **run_once(client, prompts, args.max_tokens, conc)}
             if all(r["error"] for r in run["requests"]):
                 # Nothing came back: the caller records this cause instead of numbers.

@@ -39,7 +39,7 @@ import subprocess
 import sys
 from typing import Any
 
-from specsweep_bench import add_measurement_options, emit, load_prompts, sglang_server_facts
+from specsweep_bench import add_measurement_options, emit, load_prompts, progress, sglang_server_facts
 
 CLIENT = "sglang.bench_serving"
 # 0.5.23 keeps this name as an alias of sglang.benchmark.serving (sglang/bench_serving.py);
@@ -244,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     for conc in args.concurrency:
         for repeat in range(1, args.repeats + 1):
             where = f"concurrency {conc}, repeat {repeat}"
+            progress(f"repeat {repeat}/{args.repeats} at concurrency {conc} (bench_serving)")
             cmd = bench_argv(args.sglang_python, args.url, dataset, len(prompts), args.max_tokens, conc,
                              warmup, args.jsonl, args.extra_arg)  # fmt: skip
             rounds = math.ceil((len(prompts) + warmup) / conc)

@@ -1,0 +1,152 @@
+#!/usr/bin/python
+"""Run a client on the host detached from the connection and follow it one slice at a time."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: specsweep_job
+short_description: Run a command detached and report its progress in slices, then its result
+description:
+  - The first call starts O(argv) (never through a shell) in a new session, with stdout and stderr
+    in files next to O(path), and records it under O(token). Each call then follows it for up to
+    O(slice_s) and returns C(done=false) with the last line the command wrote to stderr as
+    C(progress), or its result once it has exited; C(until) repeats the call. The command runs on
+    while Ansible is between two calls, so the slices cost it no time.
+  - A recorded job of another O(token) (a run that died) is stopped first (only its process group,
+    which this module started) and replaced.
+  - A non-zero exit fails with C(rc), C(stdout) and C(stderr), like M(ansible.builtin.command).
+options:
+  argv: {type: list, elements: str, required: true, description: Command to run.}
+  path:
+    type: path
+    required: true
+    description: "Prefix of the job's files: .job (record), .stdout, .stderr, .rc."
+  token:
+    type: str
+    required: true
+    description: Names this measurement; a call with the recorded token follows that job, not a new one.
+  slice_s: {type: float, default: 30, description: Seconds one call follows the job before it reports.}
+  timeout_s: {type: float, default: 7200, description: Seconds after which the job is stopped and fails.}
+author: specsweep
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specsweep_proc import (
+    proc_start_ticks,
+    read_pidfile,
+    record_alive,
+    tail_lines,
+    wait_until,
+    write_json_atomic,
+)
+
+# Runs the command and writes its exit status atomically: the detached job outlives this module,
+# and its status is read by a later call.
+WRAPPER = (
+    "import os, subprocess, sys\n"
+    "rc = subprocess.call(sys.argv[2:])\n"
+    "with open(sys.argv[1] + '.tmp', 'w') as f:\n"
+    "    f.write(str(rc))\n"
+    "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\n"
+)
+SUFFIXES = ("job", "stdout", "stderr", "rc")
+
+
+def read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def outputs(files: dict) -> dict:
+    """What the job printed, for a finished (or failed) call; rc -1 until its status is known."""
+    return {"done": True, "rc": -1, "stdout": read_text(files["stdout"]).rstrip("\n"),
+            "stderr": read_text(files["stderr"]).rstrip("\n")}  # fmt: skip
+
+
+def stop(record: dict) -> None:
+    """Stop the recorded job's process group (ours: pid and start time match)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if not record_alive(record):
+            return
+        try:
+            os.killpg(record["pid"], sig)
+        except ProcessLookupError:
+            return
+        wait_until(lambda: not record_alive(record), 10.0)
+
+
+def start(files: dict, argv: list, token: str) -> dict:
+    """Start argv detached under the wrapper; record and return its pid record."""
+    for path in files.values():
+        if os.path.exists(path):
+            os.unlink(path)
+    os.makedirs(os.path.dirname(files["job"]) or ".", exist_ok=True)
+    # Files, not pipes: the job outlives this module and its connection.
+    with open(files["stdout"], "wb") as out, open(files["stderr"], "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRAPPER, files["rc"], *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
+    record = {"token": token, "pid": proc.pid, "start_ticks": proc_start_ticks(proc.pid), "argv": argv,
+              "started_at": time.time()}  # fmt: skip
+    write_json_atomic(files["job"], record)
+    return record
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "argv": {"type": "list", "elements": "str", "required": True},
+            "path": {"type": "path", "required": True},
+            "token": {"type": "str", "required": True},
+            "slice_s": {"type": "float", "default": 30.0},
+            "timeout_s": {"type": "float", "default": 7200.0},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    if module.check_mode:
+        module.exit_json(changed=False, done=True, rc=0, stdout="", skipped_in_check_mode=True)
+    files = {suffix: f"{p['path']}.{suffix}" for suffix in SUFFIXES}
+    record = read_pidfile(files["job"])
+    if record is None or record.get("token") != p["token"]:
+        if record is not None:
+            stop(record)
+        record = start(files, p["argv"], p["token"])
+
+    slice_end = time.monotonic() + p["slice_s"]
+    while True:
+        elapsed = round(time.time() - record["started_at"], 1)
+        alive = record_alive(record)  # before the status file: the job writes it, then exits
+        if os.path.exists(files["rc"]):
+            result = {**outputs(files), "rc": int(read_text(files["rc"]) or -1), "elapsed_s": elapsed,
+                      "pid": record["pid"]}  # fmt: skip
+            if result["rc"] != 0:
+                module.fail_json(msg="non-zero return code", **result)
+            module.exit_json(changed=False, **result)
+        if not alive:
+            module.fail_json(msg="the job was killed before it finished", **outputs(files))
+        if elapsed > p["timeout_s"]:
+            stop(record)
+            module.fail_json(msg=f"still running after {p['timeout_s']:.0f} s: stopped", **outputs(files))
+        if time.monotonic() >= slice_end:
+            progress = (tail_lines(files["stderr"], 1) or [""])[-1]
+            module.exit_json(changed=False, done=False, progress=progress, elapsed_s=elapsed, pid=record["pid"])
+        time.sleep(0.25)
+
+
+if __name__ == "__main__":
+    main()
