@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import time
 
@@ -78,6 +79,24 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.05) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(interval_s)
+
+
+def stop_group(record: dict, term_grace_s: float) -> bool:
+    """SIGTERM the recorded process group, SIGKILL it after `term_grace_s`; True once it is gone.
+
+    The recorded process leads its own session, so its group holds its children too (a client
+    under its wrapper, SGLang's TP ranks). Only a record that is alive (same pid and start time)
+    is signalled.
+    """
+    for sig, grace in ((signal.SIGTERM, term_grace_s), (signal.SIGKILL, 10.0)):
+        if not record_alive(record):
+            break
+        try:
+            os.killpg(record["pid"], sig)
+        except ProcessLookupError:
+            break
+        wait_until(lambda: not record_alive(record), grace)
+    return not record_alive(record)
 
 
 def tail_lines(path: str, count: int = 40) -> list[str]:

@@ -31,7 +31,6 @@ author: specsweep
 """
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -41,8 +40,8 @@ from ansible.module_utils.specsweep_proc import (
     proc_start_ticks,
     read_pidfile,
     record_alive,
+    stop_group,
     tail_lines,
-    wait_until,
     write_json_atomic,
 )
 
@@ -70,18 +69,6 @@ def outputs(files: dict) -> dict:
     """What the job printed, for a finished (or failed) call; rc -1 until its status is known."""
     return {"done": True, "rc": -1, "stdout": read_text(files["stdout"]).rstrip("\n"),
             "stderr": read_text(files["stderr"]).rstrip("\n")}  # fmt: skip
-
-
-def stop(record: dict) -> None:
-    """Stop the recorded job's process group (ours: pid and start time match)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if not record_alive(record):
-            return
-        try:
-            os.killpg(record["pid"], sig)
-        except ProcessLookupError:
-            return
-        wait_until(lambda: not record_alive(record), 10.0)
 
 
 def start(files: dict, argv: list, token: str) -> dict:
@@ -124,7 +111,7 @@ def main() -> None:
     record = read_pidfile(files["job"])
     if record is None or record.get("token") != p["token"]:
         if record is not None:
-            stop(record)
+            stop_group(record, 10.0)
         record = start(files, p["argv"], p["token"])
 
     slice_end = time.monotonic() + p["slice_s"]
@@ -140,11 +127,13 @@ def main() -> None:
         if not alive:
             module.fail_json(msg="the job was killed before it finished", **outputs(files))
         if elapsed > p["timeout_s"]:
-            stop(record)
+            stop_group(record, 10.0)
             module.fail_json(msg=f"still running after {p['timeout_s']:.0f} s: stopped", **outputs(files))
         if time.monotonic() >= slice_end:
             progress = (tail_lines(files["stderr"], 1) or [""])[-1]
-            module.exit_json(changed=False, done=False, progress=progress, elapsed_s=elapsed, pid=record["pid"])
+            module.exit_json(
+                changed=False, done=False, progress=progress, elapsed_s=elapsed, pid=record["pid"]
+            )
         time.sleep(0.25)
 
 

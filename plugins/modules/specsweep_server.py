@@ -30,7 +30,6 @@ author: specsweep
 """
 
 import os
-import signal
 import subprocess
 import time
 
@@ -40,6 +39,7 @@ from ansible.module_utils.specsweep_proc import (
     proc_start_ticks,
     read_pidfile,
     record_alive,
+    stop_group,
     wait_until,
     write_json_atomic,
 )
@@ -52,16 +52,7 @@ def stop(module: AnsibleModule, record: dict) -> None:
     """Terminate the recorded process group and wait until it and the port are gone."""
     p = module.params
     pid = record["pid"]
-    for sig, grace in ((signal.SIGTERM, p["stop_timeout_s"]), (signal.SIGKILL, 10.0)):
-        if not record_alive(record):
-            break
-        try:
-            # The server leads its own session, so the group holds its workers too (SGLang TP ranks).
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            break
-        wait_until(lambda: not record_alive(record), grace)
-    if record_alive(record):
+    if not stop_group(record, p["stop_timeout_s"]):
         module.fail_json(msg=f"server pid {pid} survived SIGKILL", pid=pid)
     if not wait_until(lambda: not port_in_use(p["host"], p["port"]), p["stop_timeout_s"]):
         module.fail_json(msg=f"port {p['port']} still in use after server pid {pid} exited")
