@@ -68,7 +68,7 @@ def _meta(path: str, fact: Fact) -> Row:
     }
 
 
-def _run_numbers(run: Run) -> Row:
+def run_numbers(run: Run) -> Row:
     """Counts, medians and p99s of one run; errored requests add no numbers."""
     ok = [q for q in run.requests if q.error is None]
     errors = [q.error for q in run.requests if q.error is not None]
@@ -100,7 +100,7 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
     step_ms = {c: step_time_ms(fact.server_info, c) for c in {r.concurrency for r in fact.runs}}
     rows = [
         base
-        | _run_numbers(r)
+        | run_numbers(r)
         | {
             "run_index": i,
             "concurrency": r.concurrency,

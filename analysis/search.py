@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.record import write_json_atomic
-from analysis.rows import _run_numbers
+from analysis.rows import run_numbers
 from analysis.schema import Fact, SchemaError, load_fact
 from analysis.tquantiles import KNOTS as _T_KNOTS
 
@@ -342,7 +342,7 @@ def decode_samples(fact: Fact) -> list[float]:
         if fact.benchmark and fact.benchmark.concurrency
         else fact.runs[0].concurrency
     )
-    numbers = [_run_numbers(r) for r in fact.runs if r.concurrency == level]
+    numbers = [run_numbers(r) for r in fact.runs if r.concurrency == level]
     return [x["decode_tps"] for x in numbers if x["run_ok"] and x["decode_tps"] and x["decode_tps"] > 0]
 
 

@@ -11,14 +11,10 @@ import contextlib
 import importlib
 import io
 import sys
-from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
-
-# The analysis package lives at the repository root, two levels up.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 # What argv[0] may name, and the module whose main(argv) it runs.
 ENTRY_POINTS = {"analysis": "analysis.cli", "analysis.search": "analysis.search"}

@@ -8,16 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-# The analysis package (the schema's one writer) lives at the repository root, two levels up.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from analysis import record  # found through the path set above
+from analysis import record  # the schema's one writer; on the venv's path (scripts/setup.sh)
 
 ACTIONS = ("fact", "plan", "claim")
 
