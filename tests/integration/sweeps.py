@@ -20,6 +20,9 @@ ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").rea
     "llama_server_packages"
 ]
 WHEELHOUSE = REPO / ".cache" / "wheels"
+# Two short repetitive prompts instead of the default four long ones: a test measures that a
+# config ran and was recorded, not how fast, and prefill of long prompts was most of its time.
+TEST_PROMPTS = REPO / "tests" / "integration" / "prompts" / "short.jsonl"
 
 
 @dataclass
@@ -73,6 +76,7 @@ def host_vars(hosts: NetnsHosts, wheelhouse: Path) -> dict[str, dict]:
             "llama_server_pip_extra_args": ["--no-index", f"--find-links={wheelhouse}"],
             "server_process_run_dir": "/opt/specsweep/run",
             "benchmark_work_dir": "/opt/specsweep/bench",
+            "benchmark_prompt_set": str(TEST_PROMPTS),
         }
         for name in hosts.names
     }

@@ -12,7 +12,7 @@ from testhosts import NetnsHosts
 def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(
     sweep_inventory: Path, run_sweep
 ) -> None:
-    # A progress line every second: 2 repeats of 4 prompts x 24 tokens take longer than that.
+    # A progress line every second: 2 repeats of 2 prompts x 24 tokens take longer than that.
     run = run_sweep(
         sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0",
         "-e", "benchmark_progress_interval_s=1",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from nspawnhost import NspawnHost
-from sweeps import SweepRun, playbook
+from sweeps import TEST_PROMPTS, SweepRun, playbook
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +25,7 @@ def systemd_inventory(systemd_sweep_host: NspawnHost, tmp_path_factory: pytest.T
             "specsweep_engine": "llama_cpp",
             "server_process_launcher": "systemd",
             "llama_server_pip_extra_args": ["--no-index", "--find-links=/wheels"],
+            "benchmark_prompt_set": str(TEST_PROMPTS),
         },
     )
 
