@@ -1,4 +1,5 @@
-"""Remember the rows already reduced from each sweep folder, so a re-report skips parsing.
+"""Remember the rows already reduced from each sweep folder, so a re-report skips parsing, and
+the plots already drawn, so a re-report of unchanged results draws nothing.
 
 Facts are written once, atomically, and never edited, so a file whose (size, mtime) is unchanged
 reduces to the same rows. Parsing and validating dominates a large report (about 0.5 ms per fact
@@ -6,9 +7,14 @@ file on a 2-core machine), so `load_sweeps` keeps each folder's rows here and re
 changed files. The key also hashes the code that produces rows: editing the reducer or the schema
 invalidates every entry, nothing to bump by hand.
 
-The store is a pickle under the user's own cache folder (mode 0700), never inside a results
+A plot is a pure function of the step-table rows it draws and of the plotting code: it is kept
+under a key that hashes both (`plot_key`), so a changed row or new code is simply another key.
+Drawing is most of a warm report's CPU time (laying out text: half a second for a 50-host plot).
+
+The store is pickles under the user's own cache folder (mode 0700), never inside a results
 folder: results are shared between people, and a pickle must only be read by whoever wrote it.
-`SPECSWEEP_ANALYSIS_CACHE` names another folder, or `off` disables it.
+`SPECSWEEP_ANALYSIS_CACHE` names another folder, or `off` disables it. Entries not used for
+KEEP_DAYS are pruned.
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ import pickle
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 ENV = "SPECSWEEP_ANALYSIS_CACHE"
 KEEP_DAYS = 30
+PLOTS = "plots"  # the subfolder of drawn plots
 _CODE = ("rows.py", "jsonl.py", "schema.py", "load.py", "cache.py")
 Stamp = tuple[int, int]
 
@@ -66,41 +74,74 @@ def _file(where: Path, root: Path) -> Path:
     return where / f"{name}.pickle"
 
 
-def read(where: Path | None, root: Path) -> Entry:
-    """The folder's entry, or an empty one when absent, stale code, or unreadable."""
-    if where is None:
-        return Entry()
+def _load(path: Path, key: str) -> tuple[bool, Any]:
+    """(True, value) stored at `path` under `key`; (False, None) when absent, stale or unreadable."""
     try:
-        with _file(where, root).open("rb") as fh:
-            key, entry = pickle.load(fh)  # our own file, in a 0700 folder: see the module doc
+        with path.open("rb") as fh:
+            stored, value = pickle.load(fh)  # our own file, in a 0700 folder: see the module doc
     except (OSError, pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError):
-        return Entry()
-    if key != CODE_KEY or not isinstance(entry, Entry):
-        return Entry()
+        return False, None
+    if stored != key:
+        return False, None
     # A read counts as use: keeps the entry's age (for pruning) that of its last report.
-    os.utime(_file(where, root))
-    return entry
+    os.utime(path)
+    return True, value
 
 
-def write(where: Path | None, root: Path, entry: Entry) -> None:
-    """Store the folder's entry atomically; a cache that cannot be written is simply not used."""
-    if where is None:
-        return
-    target = _file(where, root)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+def _store(where: Path, path: Path, key: str, value: Any) -> None:
+    """Write (key, value) to `path` atomically; a cache that cannot be written is simply not used."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with tmp.open("wb") as fh:
-            pickle.dump((CODE_KEY, entry), fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, target)
+            pickle.dump((key, value), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
         _prune(where)
     except OSError:
         tmp.unlink(missing_ok=True)
 
 
+def read(where: Path | None, root: Path) -> Entry:
+    """The folder's entry, or an empty one when absent, stale code, or unreadable."""
+    if where is None:
+        return Entry()
+    found, entry = _load(_file(where, root), CODE_KEY)
+    return entry if found and isinstance(entry, Entry) else Entry()
+
+
+def write(where: Path | None, root: Path, entry: Entry) -> None:
+    """Store the folder's entry."""
+    if where is not None:
+        _store(where, _file(where, root), CODE_KEY, entry)
+
+
+def plot_key(code: bytes, name: str, *frames: pd.DataFrame) -> str:
+    """The key of a plot drawn by code `code` (a digest), function `name`, from these frames.
+
+    Hashes the frames' contents (pandas' own row hashes, with the columns and their dtypes), not
+    their pickles: two pickles of equal frames differ with how their objects happen to be shared.
+    """
+    digest = hashlib.sha256(code + name.encode())
+    for frame in frames:
+        digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
+        digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def read_plot(where: Path | None, key: str) -> tuple[bool, Any]:
+    """(True, what the plotting function returned) for a key drawn before, else (False, None)."""
+    return (False, None) if where is None else _load(where / PLOTS / f"{key[:32]}.pickle", key)
+
+
+def write_plot(where: Path | None, key: str, value: Any) -> None:
+    """Remember what a plotting function returned for this key."""
+    if where is not None:
+        _store(where, where / PLOTS / f"{key[:32]}.pickle", key, value)
+
+
 def _prune(where: Path) -> None:
-    """Forget folders not reported for KEEP_DAYS, so the cache does not grow with every sweep."""
+    """Forget entries unused for KEEP_DAYS, so the cache does not grow with every sweep."""
     cutoff = time.time() - KEEP_DAYS * 86400
-    for old in where.glob("*.pickle"):
+    for old in [*where.glob("*.pickle"), *(where / PLOTS).glob("*.pickle")]:
         if old.stat().st_mtime < cutoff:
             old.unlink(missing_ok=True)

@@ -98,6 +98,24 @@ def typed(df: pd.DataFrame) -> pd.DataFrame:
     return df.astype(dtypes)
 
 
+def concat(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Typed frames of the same columns as one, still typed.
+
+    Each category column is given the union of the parts' categories first: concatenating
+    categories that differ gives plain objects, and categorising 100,000 texts again cost more
+    than the rest of a re-report that found a few new files.
+    """
+    columns = [c for c in CATEGORIES if c in parts[0].columns]
+    for column in columns:
+        union = parts[0][column].cat.categories
+        for part in parts[1:]:
+            union = union.append(part[column].cat.categories.difference(union))
+        parts = [p.assign(**{column: p[column].cat.set_categories(union)}) for p in parts]
+    out = pd.concat(parts, ignore_index=True)
+    # Only values present, as a frame built from rows has (the rows of replaced files are gone).
+    return out.assign(**{c: out[c].cat.remove_unused_categories() for c in columns})
+
+
 def frame(data: list[Row] | dict[str, list[Any]], columns: list[str]) -> pd.DataFrame:
     """Rows, or lists by column, as a typed frame with the given columns (empty input included)."""
     return typed(pd.DataFrame(data, columns=columns))
@@ -137,8 +155,8 @@ def parse_many(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFr
         with forks.frozen_gc():  # the workers are forked at the first submit
             pending = [pool.submit(parse, chunk, labels) for chunk in chunks]
         parts = [p.result() for p in pending]
-    runs = typed(pd.concat([p[0] for p in parts], ignore_index=True))
-    requests = typed(pd.concat([p[1] for p in parts], ignore_index=True))
+    runs = concat([p[0] for p in parts])
+    requests = concat([p[1] for p in parts])
     return runs, requests, [x for p in parts for x in p[2]]
 
 
@@ -156,10 +174,8 @@ def _load_folder(root: Path, labels: Labels, where: Path | None) -> cache.Entry:
     runs, requests, problems = parse_many(stale, labels)
     if old.runs is not None and old.requests is not None and fresh:
         keep = old.runs["path"].isin(fresh)
-        runs = typed(pd.concat([old.runs[keep], runs], ignore_index=True))
-        requests = typed(
-            pd.concat([old.requests[old.requests["path"].isin(fresh)], requests], ignore_index=True)
-        )
+        runs = concat([old.runs[keep], runs])
+        requests = concat([old.requests[old.requests["path"].isin(fresh)], requests])
     by_file: dict[str, Problems] = {n: v for n, v in old.problems.items() if n in fresh}
     for at, reason in problems:
         by_file.setdefault(at.split(":", 1)[0], []).append((at, reason))
@@ -210,7 +226,7 @@ def _prefixed(df: pd.DataFrame, prefix: str) -> pd.DataFrame:
 
 
 def _combine(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    """Frames of several folders as one, with categories rebuilt over all of them."""
+    """Frames of several folders as one, with categories over all of them."""
     if not parts:
         return frame([], columns)
-    return parts[0] if len(parts) == 1 else typed(pd.concat(parts, ignore_index=True))
+    return parts[0] if len(parts) == 1 else concat(parts)

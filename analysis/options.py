@@ -18,7 +18,8 @@ def add_load_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="parse every file again (default: reuse rows of unchanged files)",
+        help="parse every file and draw every plot again (default: reuse rows of unchanged files and "
+        "plots of unchanged rows)",
     )
     jsonl = parser.add_argument_group(
         "SGLang JSONL",

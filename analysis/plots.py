@@ -7,11 +7,14 @@ global figure state, nothing to close, and pyplot's import cost is not paid. One
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib import rc_context
@@ -19,7 +22,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from analysis import forks
+from analysis import cache, forks
 from analysis.crosshost import FAMILY
 from analysis.figures import layout, legend_inches, png, slug, title
 from analysis.plotter import Plot
@@ -213,14 +216,15 @@ def per_host(part: pd.DataFrame, speed: pd.DataFrame, key: tuple[object, ...], n
     return Plot(name, "Per host: baseline and best config (config in parentheses)", png(fig))
 
 
+Draw = Callable[..., Plot | None]
 # Relative drawing cost (a 50-host sweep): the per-host plot has a labelled row per host.
-COST: dict[Callable[..., Plot | None], int] = {
+COST: dict[Draw, int] = {
     per_host: 3,
     tokps_vs_steps: 2,
     speedup_heatmap: 2,
     accept_vs_steps: 1,
 }
-Task = tuple[Callable[..., Plot | None], tuple[Any, ...]]
+Task = tuple[Draw, tuple[Any, ...]]
 _TASKS: list[Task] = []  # what forked workers draw: they inherit it, no frame is pickled to them
 
 
@@ -236,9 +240,51 @@ def _draw_inherited(index: int) -> Plot | None:
     return _draw(_TASKS[index])
 
 
-def make_plots(step: pd.DataFrame, speed: pd.DataFrame) -> tuple[list[Plot], int]:
-    """Every plot of the first MAX_FAMILIES families, and how many families were left out."""
+def _draw_all(tasks: list[Task]) -> list[Plot | None]:
+    """Draw the tasks, over forked workers when there are several."""
+    workers = min(len(tasks), os.cpu_count() or 1, 4)
+    if workers < 2 or not forks.available():
+        return [_draw(t) for t in tasks]
+    # Drawing is CPU-bound Python: one figure per core. The costliest figures first, so that no
+    # core is left with a long one at the end.
+    _TASKS[:] = tasks
+    order = sorted(range(len(tasks)), key=lambda i: -COST[tasks[i][0]])
+    try:
+        with ProcessPoolExecutor(workers, mp_context=forks.context()) as pool:
+            with forks.frozen_gc():  # the workers are forked at the first submit
+                futures = {i: pool.submit(_draw_inherited, i) for i in order}
+            return [futures[i].result() for i in range(len(tasks))]
+    finally:
+        _TASKS.clear()
+
+
+def _code_digest() -> bytes:
+    """Digest of what decides a plot's pixels besides its rows: this code and matplotlib's."""
+    digest = hashlib.sha256(matplotlib.__version__.encode() + repr(STYLE).encode())
+    for name in ("plots.py", "figures.py", "plotter.py"):
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.digest()
+
+
+def _keys(code: bytes, functions: list[Draw], *frames: pd.DataFrame) -> list[str | None]:
+    """The cache key of each function's plot of a family (its rows hashed once for all of them)."""
+    try:
+        rows = cache.plot_key(code, "", *frames).encode()
+    except TypeError:  # a column of values pandas cannot hash: these plots are drawn every time
+        return [None] * len(functions)
+    return [cache.plot_key(rows, f.__name__) for f in functions]
+
+
+def make_plots(
+    step: pd.DataFrame, speed: pd.DataFrame, cache_dir: Path | None = None
+) -> tuple[list[Plot], int]:
+    """Every plot of the first MAX_FAMILIES families, and how many families were left out.
+
+    `cache_dir`: reuse plots drawn before from the same rows (analysis.cache), and keep new ones.
+    """
     tasks: list[Task] = []
+    keys: list[str | None] = []
+    code = _code_digest() if cache_dir is not None else b""
     families = list(step.groupby(FAMILY, dropna=False, sort=False))
     for key, part in families[:MAX_FAMILIES]:
         stem = slug(key)
@@ -249,19 +295,17 @@ def make_plots(step: pd.DataFrame, speed: pd.DataFrame) -> tuple[list[Plot], int
             (speedup_heatmap, (part, key, f"{stem}_speedup_heatmap.png")),
             (per_host, (part, family_speed, key, f"{stem}_per_host.png")),
         ]
-    workers = min(len(tasks), os.cpu_count() or 1, 4)
-    if workers > 1 and forks.available():
-        # Drawing is CPU-bound Python: one figure per core. The costliest figures first, so that
-        # no core is left with a long one at the end.
-        _TASKS[:] = tasks
-        order = sorted(range(len(tasks)), key=lambda i: -COST[tasks[i][0]])
-        try:
-            with ProcessPoolExecutor(workers, mp_context=forks.context()) as pool:
-                with forks.frozen_gc():  # the workers are forked at the first submit
-                    futures = {i: pool.submit(_draw_inherited, i) for i in order}
-                made = [futures[i].result() for i in range(len(tasks))]
-        finally:
-            _TASKS.clear()
-    else:
-        made = [_draw(t) for t in tasks]
-    return [p for p in made if p is not None], max(0, len(families) - MAX_FAMILIES)
+        if cache_dir is not None:
+            keys += _keys(code + repr(key).encode(), [f for f, _ in tasks[-4:]], part, family_speed)
+    made: dict[int, Plot | None] = {}
+    for i, k in enumerate(keys):
+        found, plot = cache.read_plot(cache_dir, k) if k else (False, None)
+        if found:
+            made[i] = plot
+    todo = [i for i in range(len(tasks)) if i not in made]
+    for i, plot in zip(todo, _draw_all([tasks[i] for i in todo]), strict=True):
+        made[i] = plot
+        if keys and keys[i]:
+            cache.write_plot(cache_dir, keys[i], plot)
+    plots = [made[i] for i in range(len(tasks))]
+    return [p for p in plots if p is not None], max(0, len(families) - MAX_FAMILIES)

@@ -15,6 +15,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from types import TracebackType
 
 import pandas as pd
@@ -44,13 +45,13 @@ def _serve(conn: Connection, other_end: Connection) -> None:
     with contextlib.suppress(Exception):  # a failed import fails again below, and is reported then
         import analysis.plots  # noqa: F401 - now, while the report loads its rows
     try:
-        step, speed = conn.recv()
+        step, speed, cache_dir = conn.recv()
     except EOFError:  # the report ended without plotting (nothing loaded, or an error)
         return
     try:
         from analysis.plots import make_plots
 
-        result: Result | str = make_plots(step, speed)
+        result: Result | str = make_plots(step, speed, cache_dir)
     except Exception:  # the traceback as text: an exception object may not pickle
         result = traceback.format_exc()
     with contextlib.suppress(BrokenPipeError):  # the report ended without waiting for them
@@ -64,7 +65,7 @@ class Plotter:
     """
 
     def __init__(self) -> None:
-        self._asked: tuple[pd.DataFrame, pd.DataFrame] | None = None
+        self._asked: tuple[pd.DataFrame, pd.DataFrame, Path | None] | None = None
         self._result: Result | None = None
         self._conn: Connection | None = None
         if not forks.available():
@@ -79,13 +80,13 @@ class Plotter:
             self._process.start()
         child.close()
 
-    def submit(self, step: pd.DataFrame, speed: pd.DataFrame) -> None:
-        """Start drawing the plots of a step table and its host speeds."""
+    def submit(self, step: pd.DataFrame, speed: pd.DataFrame, cache_dir: Path | None = None) -> None:
+        """Start drawing the plots of a step table and its host speeds (`cache_dir`: see make_plots)."""
         if self._conn is None:
-            self._asked = (step, speed)
+            self._asked = (step, speed, cache_dir)
         else:
             with contextlib.suppress(BrokenPipeError):  # the helper is gone: `result` says so
-                self._conn.send((step, speed))
+                self._conn.send((step, speed, cache_dir))
 
     def result(self) -> Result:
         """The plots asked for by `submit`, as `make_plots` returns them (waits for them once)."""

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis import cache
 from analysis.compare import NOISY_CV, step_table
 from analysis.crosshost import SLOW_PCT, cross_host, host_speed
 from analysis.load import LoadResult
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         tables = build_tables(result, args.noisy_cv, args.slow_host_pct)
         if plotter is not None:
-            plotter.submit(tables.step, tables.speed)
+            plotter.submit(tables.step, tables.speed, None if args.no_cache else cache.folder())
         problems = [f"{path}: {reason}" for path, reason in result.problems]
         if plotter is not None and args.format == "html":
             from analysis.html import render_html

@@ -105,6 +105,16 @@ def test_cached_rows_match_a_fresh_parse_and_follow_file_changes(
         assert runs.loc[("gpu-a", "s2-k1-d3"), "decode_tps"] == 55.5 and target.exists()
         assert ("gpu-b", "baseline") not in runs.index
         assert [p.name for p, _ in result.problems] == ["broken.json"]
+        # Old rows and new ones joined (categories merged, not rebuilt) are what one parse gives.
+        reparsed = load_sweeps([sweep], use_cache=False)
+        for joined, parsed in ((result.runs, reparsed.runs), (result.requests, reparsed.requests)):
+            pd.testing.assert_frame_equal(by_file(joined), by_file(parsed), check_categorical=False)
+
+
+def by_file(rows: pd.DataFrame) -> pd.DataFrame:
+    """Rows in file-name order (a file's own rows keep theirs), without the load-order fact id."""
+    order = rows.assign(file=rows["path"].astype(str)).sort_values(["file", "run_index"], kind="stable")
+    return order.drop(columns=["file", "fact_id"]).reset_index(drop=True)
 
 
 def test_parallel_parse_gives_the_same_frames(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,9 +123,5 @@ def test_parallel_parse_gives_the_same_frames(tmp_path: Path, monkeypatch: pytes
     monkeypatch.setattr(load, "PARALLEL_MIN", 2)
     monkeypatch.setattr(load.os, "cpu_count", lambda: 2)
     parallel = load_sweeps([sweep], use_cache=False)
-    key = ["path", "run_index"]
-    pd.testing.assert_frame_equal(
-        parallel.runs.sort_values(key).drop(columns="fact_id").reset_index(drop=True),
-        serial.runs.sort_values(key).drop(columns="fact_id").reset_index(drop=True),
-        check_categorical=False,
-    )
+    for split, whole in ((parallel.runs, serial.runs), (parallel.requests, serial.requests)):
+        pd.testing.assert_frame_equal(by_file(split), by_file(whole), check_categorical=False)

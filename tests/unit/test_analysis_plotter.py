@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 from pathlib import Path
 
 import pytest
 from factories import config, fact, run, write_sweep
 
-from analysis import forks, plots
+from analysis import cache, forks, plots
 from analysis.load import load_sweeps
 from analysis.plotter import Plotter
 from analysis.render import Tables
@@ -67,3 +69,25 @@ def test_leaving_without_asking_ends_the_helper() -> None:
     with Plotter() as helper:
         process = helper._process
     assert not process.is_alive() and process.exitcode == 0
+
+
+def test_plots_of_unchanged_rows_are_reused_and_changed_rows_drawn_again(tmp_path: Path) -> None:
+    tables = small_tables(tmp_path / "sweep")
+    where = tmp_path / "cache"
+    drawn, _ = plots.make_plots(tables.step, tables.speed, where)
+    assert [p.png for p in drawn] == [p.png for p in plots.make_plots(tables.step, tables.speed)[0]]
+    entries = sorted((where / cache.PLOTS).glob("*.pickle"))
+    assert len(entries) == 4  # every figure of the family, the two it has no data for included
+    # A reused plot is read, not drawn: plant other bytes under the per-host plot's key.
+    for entry in entries:
+        key, plot = pickle.loads(entry.read_bytes())
+        if plot is not None and plot.name.endswith("_per_host.png"):
+            entry.write_bytes(pickle.dumps((key, dataclasses.replace(plot, png=b"planted"))))
+    again, _ = plots.make_plots(tables.step, tables.speed, where)
+    assert [p.png for p in again] == [drawn[0].png, b"planted"]
+    # One changed number is other rows: drawn again, and kept beside the old ones.
+    step = tables.step.copy()
+    step.loc[step.index[-1], "tps_ci_hi"] += 1.0
+    changed, _ = plots.make_plots(step, tables.speed, where)
+    assert changed[1].png.startswith(b"\x89PNG") and changed[0].png != drawn[0].png
+    assert len(list((where / cache.PLOTS).glob("*.pickle"))) == 8
