@@ -19,6 +19,7 @@ KEEP_DAYS are pruned.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
@@ -84,7 +85,8 @@ def _load(path: Path, key: str) -> tuple[bool, Any]:
     if stored != key:
         return False, None
     # A read counts as use: keeps the entry's age (for pruning) that of its last report.
-    os.utime(path)
+    with contextlib.suppress(OSError):  # a cache folder someone made read-only still reads
+        os.utime(path)
     return True, value
 
 
@@ -92,7 +94,8 @@ def _store(where: Path, path: Path, key: str, value: Any) -> None:
     """Write (key, value) to `path` atomically; a cache that cannot be written is simply not used."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)  # the folder others must not read
+        path.parent.mkdir(exist_ok=True, mode=0o700)
         with tmp.open("wb") as fh:
             pickle.dump((key, value), fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pickle
+import stat
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,7 @@ def test_plots_of_unchanged_rows_are_reused_and_changed_rows_drawn_again(tmp_pat
     assert [p.png for p in drawn] == [p.png for p in plots.make_plots(tables.step, tables.speed)[0]]
     entries = sorted((where / cache.PLOTS).glob("*.pickle"))
     assert len(entries) == 4  # every figure of the family, the two it has no data for included
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (where, where / cache.PLOTS)} == {0o700}  # private
     # A reused plot is read, not drawn: plant other bytes under the per-host plot's key.
     for entry in entries:
         key, plot = pickle.loads(entry.read_bytes())
