@@ -8,7 +8,8 @@ changed files. The key also hashes the code that produces rows: editing the redu
 invalidates every entry, nothing to bump by hand.
 
 A plot is a pure function of the step-table rows it draws and of the plotting code: it is kept
-under a key that hashes both (`plot_key`), so a changed row or new code is simply another key.
+under a key that hashes both (the rows through `content_digest`), so a changed row or new code is
+simply another key.
 Drawing is most of a warm report's CPU time (laying out text: half a second for a 50-host plot).
 
 The store is pickles under the user's own cache folder (mode 0700), never inside a results
@@ -118,17 +119,18 @@ def write(where: Path | None, root: Path, entry: Entry) -> None:
         _store(where, _file(where, root), CODE_KEY, entry)
 
 
-def plot_key(code: bytes, name: str, *frames: pd.DataFrame) -> str:
-    """The key of a plot drawn by code `code` (a digest), function `name`, from these frames.
+def content_digest(*frames: pd.DataFrame) -> bytes:
+    """A digest of the frames' contents, for keying what was drawn from them.
 
-    Hashes the frames' contents (pandas' own row hashes, with the columns and their dtypes), not
-    their pickles: two pickles of equal frames differ with how their objects happen to be shared.
+    pandas' own row hashes, with the columns and their dtypes, not the frames' pickles: two
+    pickles of equal frames differ with how their objects happen to be shared. Raises TypeError
+    for values pandas cannot hash (lists, dicts).
     """
-    digest = hashlib.sha256(code + name.encode())
+    digest = hashlib.sha256()
     for frame in frames:
         digest.update(repr([(str(c), str(t)) for c, t in frame.dtypes.items()]).encode())
         digest.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
-    return digest.hexdigest()
+    return digest.digest()
 
 
 def read_plot(where: Path | None, key: str) -> tuple[bool, Any]:

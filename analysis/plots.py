@@ -266,13 +266,13 @@ def _code_digest() -> bytes:
     return digest.digest()
 
 
-def _keys(code: bytes, functions: list[Draw], *frames: pd.DataFrame) -> list[str | None]:
-    """The cache key of each function's plot of a family (its rows hashed once for all of them)."""
+def _keys(code: bytes, family: list[Task], *frames: pd.DataFrame) -> list[str | None]:
+    """The cache key of each plot of a family (its rows hashed once for all of them)."""
     try:
-        rows = cache.plot_key(code, "", *frames).encode()
+        rows = cache.content_digest(*frames)
     except TypeError:  # a column of values pandas cannot hash: these plots are drawn every time
-        return [None] * len(functions)
-    return [cache.plot_key(rows, f.__name__) for f in functions]
+        return [None] * len(family)
+    return [hashlib.sha256(code + rows + function.__name__.encode()).hexdigest() for function, _ in family]
 
 
 def make_plots(
@@ -289,14 +289,17 @@ def make_plots(
     for key, part in families[:MAX_FAMILIES]:
         stem = slug(key)
         family_speed = speed.merge(pd.DataFrame([key], columns=FAMILY), on=FAMILY)
-        tasks += [
+        family: list[Task] = [
             (tokps_vs_steps, (part, key, f"{stem}_tokps_vs_steps.png")),
             (accept_vs_steps, (part, key, f"{stem}_accept_vs_steps.png")),
             (speedup_heatmap, (part, key, f"{stem}_speedup_heatmap.png")),
             (per_host, (part, family_speed, key, f"{stem}_per_host.png")),
         ]
-        if cache_dir is not None:
-            keys += _keys(code + repr(key).encode(), [f for f, _ in tasks[-4:]], part, family_speed)
+        tasks += family
+        if cache_dir is None:
+            keys += [None] * len(family)
+        else:
+            keys += _keys(code + repr(key).encode(), family, part, family_speed)
     made: dict[int, Plot | None] = {}
     for i, k in enumerate(keys):
         found, plot = cache.read_plot(cache_dir, k) if k else (False, None)
@@ -305,7 +308,7 @@ def make_plots(
     todo = [i for i in range(len(tasks)) if i not in made]
     for i, plot in zip(todo, _draw_all([tasks[i] for i in todo]), strict=True):
         made[i] = plot
-        if keys and keys[i]:
+        if keys[i]:
             cache.write_plot(cache_dir, keys[i], plot)
     plots = [made[i] for i in range(len(tasks))]
     return [p for p in plots if p is not None], max(0, len(families) - MAX_FAMILIES)
