@@ -143,15 +143,20 @@ def parse(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, 
     return frame(runs, RUN_COLUMNS), frame(requests, REQUEST_COLUMNS), problems
 
 
+def workers() -> int:
+    """Processes a large cold load parses on: one per core, at most 8."""
+    return min(os.cpu_count() or 1, 8)
+
+
 def parse_many(items: list[tuple[Path, str]], labels: Labels) -> tuple[pd.DataFrame, pd.DataFrame, Problems]:
     """`parse`, spread over worker processes when there are enough files to be worth it."""
-    workers = min(os.cpu_count() or 1, 8)
-    if len(items) < PARALLEL_MIN or workers < 2 or not forks.available():
+    n = workers()
+    if len(items) < PARALLEL_MIN or n < 2 or not forks.available():
         return parse(items, labels)
-    chunks = [items[i::workers] for i in range(workers)]
+    chunks = [items[i::n] for i in range(n)]
     # No collector in a worker: it only makes acyclic rows and then exits, and its collections
     # would walk ever more of them (a tenth of its time) to free nothing.
-    with ProcessPoolExecutor(workers, mp_context=forks.context(), initializer=gc.disable) as pool:
+    with ProcessPoolExecutor(n, mp_context=forks.context(), initializer=gc.disable) as pool:
         with forks.frozen_gc():  # the workers are forked at the first submit
             pending = [pool.submit(parse, chunk, labels) for chunk in chunks]
         parts = [p.result() for p in pending]

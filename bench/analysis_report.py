@@ -11,6 +11,11 @@ warm with 200 facts added to the fleet's own folder (a resumed sweep: its plots 
 rows changed), plus a phase breakdown of one warm report in-process. Target (issue 4): full report
 <= 3 s.
 
+Two floor rows say what no Python reader of these files can beat on this machine: a fresh
+interpreter importing pandas (what any report starts with), and reading plus JSON-decoding every
+file (orjson, on as many processes as the report's loader uses) with nothing checked, no row
+built, no table and no plot. A cold report is above their sum by what it does with the numbers.
+
     .venv/bin/python bench/analysis_report.py [--files 10000] [--runs 5]
 """
 
@@ -26,7 +31,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+import orjson
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -131,6 +139,34 @@ def cli_seconds(sweeps: list[Path], out: Path, env: dict[str, str], *extra: str)
     return time.perf_counter() - start
 
 
+def import_seconds(env: dict[str, str]) -> float:
+    """Wall seconds of a fresh interpreter that imports pandas and exits."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import pandas"], env=env, check=True)
+    return time.perf_counter() - start
+
+
+def _decode(paths: list[str]) -> int:
+    """Read and JSON-decode each file, keeping nothing (a floor process)."""
+    for path in paths:
+        with open(path, "rb") as f:
+            orjson.loads(f.read())
+    return len(paths)
+
+
+def decode_seconds(sweep: Path) -> float:
+    """Wall seconds to read and decode every fact of `sweep` on the loader's worker count."""
+    from analysis import forks
+    from analysis.load import fact_files, workers
+
+    paths = [str(sweep / name) for name in fact_files(sweep)]
+    n = workers()
+    start = time.perf_counter()
+    with ProcessPoolExecutor(n, mp_context=forks.context()) as pool:
+        assert sum(pool.map(_decode, [paths[i::n] for i in range(n)])) == len(paths)
+    return time.perf_counter() - start
+
+
 def phases(sweep: Path, out: Path) -> list[tuple[str, float]]:
     """Seconds of each phase of one warm report, in this process, in the CLI's order (imports first)."""
     t = time.perf_counter()
@@ -194,13 +230,18 @@ def main() -> int:
             grown.append(cli_seconds([sweep], root / "out", env))
         os.environ["SPECSWEEP_ANALYSIS_CACHE"] = env["SPECSWEEP_ANALYSIS_CACHE"]
         breakdown = phases(sweep, root / "out-phases")
+        # Last: the decode floor imports the loader here, which the phases must pay for themselves.
+        floor_import = [import_seconds(env) for _ in range(3)]
+        floor_decode = [decode_seconds(sweep) for _ in range(3)]
     load = os.getloadavg()[0]
     shape = f"{args.repeats} repeats x {args.prompts} prompts x {args.max_tokens} tokens, {size:.0f} MB"
     print(
         f"\n{args.files} fact files ({shape}), {plots} PNGs; {os.cpu_count()} CPUs, load average {load:.1f}"
     )
     print(f"{'row':<58} {'runs':>4} {'median s':>9} {'max s':>7}  target")
-    rows = [("report --out, cold (--no-cache: parse all, draw all)", cold, ""),
+    rows = [("floor: start Python, import pandas", floor_import, ""),
+            ("floor: read + JSON-decode every file, nothing else", floor_decode, ""),
+            ("report --out, cold (--no-cache: parse all, draw all)", cold, ""),
             ("report --out, warm (nothing changed: cached rows, plots)", warm, "<= 3 s"),
             ("report --out, warm + a new sweep of 200 facts", night, "<= 3 s"),
             ("report --out, warm + 200 facts added to the sweep", grown, "<= 3 s")]  # fmt: skip
