@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import equivalence
+from analysis import equivalence, hostorder
 from analysis.stats import log_ratio_ci, median_ci, straddles_zero
 
 # A table row is one config measured in one of these groups; speedups compare within one.
@@ -112,10 +112,10 @@ def step_table(
     table["cv_pct"] = table["tps_std"] / table["tps_mean"] * 100.0
     table["noisy"] = table["cv_pct"].gt(noisy_cv * 100.0)
     table = _with_equivalence(table, runs, requests)
-    # Baseline first, then by step count, top-k, draft tokens (unset before set).
+    # Hosts in natural order; baseline first, then by step count, top-k, draft tokens (unset first).
     by = [*GROUP, "_base", "speculative", *CONFIG_COLUMNS[2:], "config"]
     ascending = [c != "_base" for c in by]
-    table = table.sort_values(by, ascending=ascending, na_position="first")
+    table = table.sort_values(by, ascending=ascending, na_position="first", key=hostorder.sort_key)
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis.hostorder import natural, sort_key
+
 FAMILY = ["sweep_id", "engine", "model", "concurrency"]  # a step-table group, minus the host
 SLOW_PCT = 5.0  # a host this much below the fleet's median (over configs) is flagged slow
 
@@ -22,8 +24,8 @@ def cross_host(table: pd.DataFrame) -> pd.DataFrame:
     wide = rows.pivot_table(
         index=[*FAMILY, "config"], columns="host", values="decode_tps", aggfunc="first", dropna=False
     )
-    wide = wide.dropna(how="all")
-    hosts = list(wide.columns)
+    hosts = natural(wide.columns)
+    wide = wide[hosts].dropna(how="all")
     wide["fleet_median"] = wide[hosts].median(axis=1)
     wide["spread_pct"] = (wide[hosts].max(axis=1) / wide[hosts].min(axis=1) - 1.0) * 100.0
     wide["slowest"] = wide[hosts].idxmin(axis=1)
@@ -42,4 +44,4 @@ def host_speed(table: pd.DataFrame, slow_pct: float = SLOW_PCT) -> pd.DataFrame:
         .reset_index()
     )
     out["slow"] = out["relative_pct"] < -slow_pct
-    return out
+    return out.sort_values([*FAMILY, "host"], key=sort_key, ignore_index=True)

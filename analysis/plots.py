@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from analysis import cache, forks
 from analysis.crosshost import FAMILY
 from analysis.figures import layout, legend_inches, png, slug, title
+from analysis.hostorder import natural, natural_key
 from analysis.plotter import Plot
 
 MAX_LINES = 8  # lines per axes before hosts are summarised (each host's best per step count)
@@ -37,7 +38,7 @@ STYLE = {"text.hinting": "no_hinting"}
 
 def _lines(spec: pd.DataFrame) -> tuple[list[tuple[str, str, pd.DataFrame]], str]:
     """(label, host, points by step count) per line, and a note when lines were summarised."""
-    hosts = sorted(spec["host"].unique())
+    hosts = natural(spec["host"].unique())
     series = ["topk", "env_profile"]
     multi = [c for c in series if spec[c].nunique(dropna=False) > 1]
     per_line = [*(["host"] if len(hosts) > 1 else []), *multi]
@@ -60,6 +61,7 @@ def _lines(spec: pd.DataFrame) -> tuple[list[tuple[str, str, pd.DataFrame]], str
         # Several configs at one step count (draft tokens, top-k): show the fastest.
         best = part.sort_values("decode_tps", ascending=False).drop_duplicates("steps").sort_values("steps")
         lines.append((label or "speculative", str(part["host"].iloc[0]), best))
+    lines.sort(key=lambda line: natural_key(line[1]))  # stable: a host's series keep their order
     return lines, note
 
 
@@ -188,7 +190,7 @@ def per_host(part: pd.DataFrame, speed: pd.DataFrame, key: tuple[object, ...], n
     base = part[~part["speculative"].astype(bool) & part["env_profile"].eq("default")]
     base = base.drop_duplicates("host").set_index("host")["decode_tps"]
     top = part[part["best"].astype(bool)].drop_duplicates("host").set_index("host")
-    hosts = sorted(part["host"].unique(), reverse=True)
+    hosts = natural(part["host"].unique())[::-1]  # the first host at the top
     y = np.arange(len(hosts))
     fig = Figure(figsize=(10, max(3.0, 0.22 * len(hosts) + 1.3)))
     ax = fig.add_subplot()

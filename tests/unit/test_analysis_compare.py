@@ -11,6 +11,7 @@ from factories import config, crash, fact, run, write_sweep
 
 from analysis.equivalence import first_difference
 from analysis.load import load_sweeps
+from analysis.plots import _lines
 from analysis.render import render
 from analysis.report import build_tables
 from analysis.rows import step_time_ms
@@ -187,6 +188,22 @@ def test_cross_host_view_puts_hosts_side_by_side_and_flags_the_slow_one(tmp_path
     speed = t.speed.set_index("host")
     assert bool(speed.loc["gpu-c", "slow"]) and not bool(speed.loc["gpu-a", "slow"])
     assert "gpu-c -20.0% SLOW" in render(t, "text")
+
+
+def test_hosts_come_in_natural_order_in_tables_and_plots(tmp_path: Path) -> None:
+    names = ["gpu-10", "gpu-2", "gpu-1"]  # lexical order would put gpu-10 before gpu-2
+    facts = [fact(cfg, repeats([90.0, 91.0]), host=h) for h in names for cfg in (config(), config(2))]
+    t = tables(tmp_path, facts)
+    natural_order = ["gpu-1", "gpu-2", "gpu-10"]
+    assert t.step["host"].drop_duplicates().tolist() == natural_order
+    assert [c for c in t.cross.columns if str(c).startswith("gpu-")] == natural_order
+    assert t.speed["host"].tolist() == natural_order
+    text = render(t, "text")
+    assert [text.index(f"host {h} ") for h in natural_order] == sorted(
+        text.index(f"host {h} ") for h in natural_order
+    )
+    lines, _ = _lines(t.step[t.step["speculative"].astype(bool)])
+    assert [host for _, host, _ in lines] == natural_order
 
 
 def test_real_llama_cpp_facts_from_this_machine(tmp_path: Path) -> None:
