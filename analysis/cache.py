@@ -34,7 +34,7 @@ import pandas as pd
 ENV = "SPECSWEEP_ANALYSIS_CACHE"
 KEEP_DAYS = 30
 PLOTS = "plots"  # the subfolder of drawn plots
-_CODE = ("rows.py", "jsonl.py", "schema.py", "load.py", "cache.py")
+_CODE = ("facts/rows.py", "facts/jsonl.py", "facts/schema.py", "facts/load.py", "cache.py")
 Stamp = tuple[int, int]
 
 

@@ -39,7 +39,7 @@ import orjson
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from analysis.schema import (  # noqa: E402 - after the path set-up, as a script
+from analysis.facts.schema import (  # noqa: E402 - after the path set-up, as a script
     BenchmarkSettings,
     Config,
     Engine,
@@ -157,7 +157,7 @@ def _decode(paths: list[str]) -> int:
 def decode_seconds(sweep: Path) -> float:
     """Wall seconds to read and decode every fact of `sweep` on the loader's worker count."""
     from analysis import forks
-    from analysis.load import fact_files, workers
+    from analysis.facts.load import fact_files, workers
 
     paths = [str(sweep / name) for name in fact_files(sweep)]
     n = workers()
@@ -171,10 +171,10 @@ def phases(sweep: Path, out: Path) -> list[tuple[str, float]]:
     """Seconds of each phase of one warm report, in this process, in the CLI's order (imports first)."""
     t = time.perf_counter()
     from analysis import cache
-    from analysis.load import load_sweeps
-    from analysis.plotter import Plotter
-    from analysis.render import render
-    from analysis.report import build_tables, write_report
+    from analysis.facts.load import load_sweeps
+    from analysis.report.cli import build_tables, write_report
+    from analysis.report.plotter import Plotter
+    from analysis.report.render import render
 
     marks = [("imports (pandas, analysis; matplotlib: in the helper)", time.perf_counter() - t)]
     # As `report` does: the plot helper imports matplotlib while the rows load and the tables are

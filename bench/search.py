@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.search import Probe, decide
+from analysis.search.decide import Probe, decide
 
 STEPS = list(range(1, 11))
 REPEATS = 3

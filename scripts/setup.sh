@@ -25,10 +25,8 @@ fi
 python=python3.11
 command -v "$python" >/dev/null || python=python3
 [ -x .venv/bin/python ] || "$python" -m venv .venv
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-# This checkout's own Python code (analysis/) on the venv's path: the action plugins run it inside
-# ansible-playbook, and `python -m analysis` works from any folder. A .pth line is what an editable
-# install writes, without building a package.
-site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')
-printf '%s\n' "$PWD" > "$site/specsweep.pth"
-echo "setup: ready ($(.venv/bin/ansible-playbook --version | head -1))"
+# The pinned controller packages and this checkout's own Python code (analysis/), editable: the
+# action plugins import it inside ansible-playbook, and `python -m analysis` works from any folder.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+version=$(.venv/bin/ansible-playbook --version)
+echo "setup: ready (${version%%$'\n'*})"

@@ -17,7 +17,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 # What argv[0] may name, and the module whose main(argv) it runs.
-ENTRY_POINTS = {"analysis": "analysis.cli", "analysis.search": "analysis.search"}
+ENTRY_POINTS = {"analysis": "analysis.cli"}
 
 
 class ActionModule(ActionBase):

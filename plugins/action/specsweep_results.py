@@ -14,7 +14,7 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from analysis import record  # the schema's one writer; on the venv's path (scripts/setup.sh)
+from analysis.facts import record  # the schema's one writer (the repo is installed in the venv: scripts/setup.sh)
 
 ACTIONS = ("fact", "plan", "claim")
 

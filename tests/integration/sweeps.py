@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from testhosts import NetnsHosts
 
-from analysis.schema import Fact, load_fact
+from analysis.facts.schema import Fact, load_fact
 
 REPO = Path(__file__).resolve().parents[2]
 # The engine and model pins the llama_server role installs, from its defaults.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from analysis.schema import BenchmarkSettings, Run, from_dict
+from analysis.facts.schema import BenchmarkSettings, Run, from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"

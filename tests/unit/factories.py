@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analysis.schema import (
+from analysis.facts.schema import (
     BenchmarkSettings,
     Config,
     Engine,

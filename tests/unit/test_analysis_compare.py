@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from factories import config, crash, fact, run, write_sweep
 
-from analysis.equivalence import first_difference
-from analysis.load import load_sweeps
-from analysis.plots import _lines
-from analysis.render import render
-from analysis.report import build_tables
-from analysis.rows import step_time_ms
-from analysis.schema import Engine
+from analysis.facts.load import load_sweeps
+from analysis.facts.rows import step_time_ms
+from analysis.facts.schema import Engine
+from analysis.report.cli import build_tables
+from analysis.report.equivalence import first_difference
+from analysis.report.plots import _lines
+from analysis.report.render import render
 
 FIXTURES = Path(__file__).parent / "fixtures" / "facts"
 

@@ -12,7 +12,7 @@ import pytest
 from factories import config, crash, fact, run, write_sweep
 
 from analysis.cli import main
-from analysis.schema import Engine
+from analysis.facts.schema import Engine
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from factories import config, fact, run, write_sweep
 
-from analysis.jsonl import Labels, config_columns
-from analysis.load import load_sweeps
-from analysis.render import render
-from analysis.report import build_tables
+from analysis.facts.jsonl import Labels, config_columns
+from analysis.facts.load import load_sweeps
+from analysis.report.cli import build_tables
+from analysis.report.render import render
 
 REPO = Path(__file__).resolve().parents[2]
 

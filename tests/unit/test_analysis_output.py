@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 from factories import config, fact, grid_config, run, write_sweep
 
-from analysis import load
 from analysis.cli import main
-from analysis.load import load_sweeps
+from analysis.facts import load
+from analysis.facts.load import load_sweeps
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from factories import config, fact, run, write_sweep
 
-from analysis import cache, forks, plots
-from analysis.load import load_sweeps
-from analysis.plotter import Plotter
-from analysis.render import Tables
-from analysis.report import build_tables
+from analysis import cache, forks
+from analysis.facts.load import load_sweeps
+from analysis.report import plots
+from analysis.report.cli import build_tables
+from analysis.report.plotter import Plotter
+from analysis.report.render import Tables
 
 
 def small_tables(root: Path) -> Tables:

@@ -11,10 +11,10 @@ import pytest
 from factories import config, crash, fact, run, write_sweep
 
 from analysis.cli import main
-from analysis.load import load_sweeps
-from analysis.render import render
-from analysis.report import build_tables
-from analysis.schema import Config
+from analysis.facts.load import load_sweeps
+from analysis.facts.schema import Config
+from analysis.report.cli import build_tables
+from analysis.report.render import render
 
 
 def measured(steps: int | None, profile: str, tps: float, step_s: float | None = None, **kw: object):

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 from factories import config, crash, fact, run, write_sweep
 
-from analysis.compare import step_table
-from analysis.load import load_sweeps
-from analysis.render import render
-from analysis.report import build_tables
-from analysis.schema import to_dict
+from analysis.facts.load import load_sweeps
+from analysis.facts.schema import to_dict
+from analysis.report.cli import build_tables
+from analysis.report.compare import step_table
+from analysis.report.render import render
 
 REPO = Path(__file__).resolve().parents[2]
 

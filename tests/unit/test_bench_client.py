@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from analysis.schema import RequestResult, Run, SpecStats, from_dict
+from analysis.facts.schema import RequestResult, Run, SpecStats, from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

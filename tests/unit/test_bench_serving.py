@@ -25,9 +25,9 @@ import pytest
 import yaml
 from sglang_wheel import sglang_source
 
-from analysis import record
-from analysis.rows import run_rows
-from analysis.schema import Fact, load_fact, to_dict
+from analysis.facts import record
+from analysis.facts.rows import run_rows
+from analysis.facts.schema import Fact, load_fact, to_dict
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = REPO / "roles/benchmark/files"

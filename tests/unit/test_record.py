@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from local_play import run_local_play
 
-from analysis import record
-from analysis.schema import REDACTED, Fact, load_fact, to_dict
+from analysis.facts import record
+from analysis.facts.schema import REDACTED, Fact, load_fact, to_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH = json.loads((FIXTURES / "llama_bench_output_s1.json").read_text())

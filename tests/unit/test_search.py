@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import search
-from analysis.search import Decision, Probe, decide
+from analysis import cli
+from analysis.search import decide as search_core
+from analysis.search import objective
+from analysis.search import state as search_state
+from analysis.search.decide import Decision, Probe, decide
 from tests.unit import factories
 
 STEPS = list(range(1, 11))
@@ -218,7 +221,7 @@ def test_a_neighbour_within_noise_does_not_close_the_bracket() -> None:
     observations = probes(s4=(0.80, 0.81, 0.79), s5=(1.01, 0.98, 1.04), s6=(0.99, 1.03, 0.97))
     d = decide(STEPS, observations, set(), 1)
     assert d.action == "measure"
-    assert d.picks == (search.Pick(7, "s6 within noise of best so far s5: probing beyond it"),)
+    assert d.picks == (search_core.Pick(7, "s6 within noise of best so far s5: probing beyond it"),)
 
 
 def test_clearly_slower_neighbours_make_the_answer_sure() -> None:
@@ -246,11 +249,11 @@ def test_the_launch_budget_stops_the_search_honestly() -> None:
 
 
 def test_within_noise_needs_two_repeats_and_counts_failures_as_decided() -> None:
-    assert search.within_noise(Probe((1.0,)), Probe((2.0, 2.0))) is None
-    assert search.within_noise(Probe((1.0, 1.0)), Probe((1.0, 1.0))) is False  # known exactly: a tie
-    assert search.within_noise(Probe((1.0, 1.1, 0.9)), Probe((1.02, 0.95, 1.05))) is True
-    assert search.within_noise(Probe((1.0, 1.01, 0.99)), Probe((1.5, 1.51, 1.49))) is False
-    assert search.within_noise(Probe(failed=True), Probe((1.0, 1.0))) is False
+    assert search_core.within_noise(Probe((1.0,)), Probe((2.0, 2.0))) is None
+    assert search_core.within_noise(Probe((1.0, 1.0)), Probe((1.0, 1.0))) is False  # known exactly: a tie
+    assert search_core.within_noise(Probe((1.0, 1.1, 0.9)), Probe((1.02, 0.95, 1.05))) is True
+    assert search_core.within_noise(Probe((1.0, 1.01, 0.99)), Probe((1.5, 1.51, 1.49))) is False
+    assert search_core.within_noise(Probe(failed=True), Probe((1.0, 1.0))) is False
 
 
 def test_decide_rejects_bad_candidates() -> None:
@@ -275,11 +278,11 @@ def test_objective_is_per_repeat_decode_tps_at_the_first_concurrency() -> None:
         factories.run([500.0], repeat=0, concurrency=8),
     ]
     fact = factories.fact(factories.config(4), runs)
-    assert search.decode_samples(fact) == [110.0, 90.0]
-    assert search.probe_of([fact], {"gpu-a": 100.0}) == Probe((1.1, 0.9))
-    assert search.probe_of([fact], None) == Probe((110.0, 90.0))
+    assert objective.decode_samples(fact) == [110.0, 90.0]
+    assert objective.probe_of([fact], {"gpu-a": 100.0}) == Probe((1.1, 0.9))
+    assert objective.probe_of([fact], None) == Probe((110.0, 90.0))
     crashed = factories.fact(factories.config(4), [], failure=factories.crash())
-    assert search.probe_of([crashed], None) == Probe(failed=True)
+    assert objective.probe_of([crashed], None) == Probe(failed=True)
 
 
 # --- the command line ----------------------------------------------------------------------------
@@ -317,7 +320,7 @@ def ask(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp
     ) -> dict:
         monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(cands or candidates())))
         argv = ["next", "--sweep-dir", str(tmp_path / SWEEP), "--host", host, "--run-id", run_id]
-        code = search.main([*argv, "--scope", scope, "--parallel", str(parallel)])
+        code = cli.main(["search", *argv, "--scope", scope, "--parallel", str(parallel)])
         out = capsys.readouterr().out
         assert code == 0, out
         return json.loads(out)
@@ -358,7 +361,7 @@ def test_replicate_mode_searches_each_host_on_its_own_facts(ask: Ask, tmp_path: 
     assert state["observations"]["s7"]["median"] == pytest.approx(1.8)
     assert state["observations"]["s7"]["ci"][0] < 1.8 < state["observations"]["s7"]["ci"][1]
     assert not (root / "search.json").exists()
-    summary = search.render_summary(root)
+    summary = search_state.render_summary(root)
     assert summary.startswith(
         "search over steps 1..10 on gpu-a: best s7 (sure: s6, s8 clearly slower); measured s4 ("
     )
@@ -420,7 +423,7 @@ def test_a_claim_lost_to_another_host_means_wait(
     claims = tmp_path / SWEEP / ".claims" / "run-1"
     (claims / "s4").mkdir(parents=True)
     (claims / "s4" / "probe.json").write_text(json.dumps({"host": "gpu-b"}))
-    monkeypatch.setattr(search, "pending_ids", lambda *_: set())  # it did not see the claim yet
+    monkeypatch.setattr(search_state, "pending_ids", lambda *_: set())  # it did not see the claim yet
     assert ask("gpu-a", "all") == {
         "action": "wait",
         "reason": "every planned probe was just claimed by another host",
@@ -459,7 +462,7 @@ def test_the_module_runs_as_a_command_without_pandas(tmp_path: Path) -> None:
         "host",
     ]
     done = subprocess.run(
-        [sys.executable, "-m", "analysis.search", *argv],
+        [sys.executable, "-m", "analysis", "search", *argv],
         input=json.dumps(candidates()),
         capture_output=True,
         text=True,
@@ -517,17 +520,17 @@ def test_bad_input_exits_2_with_a_message(
         "--scope",
         "host",
     ]
-    assert search.main(argv) == 2
+    assert cli.main(["search", *argv]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith("analysis.search: ") and message in err
+    assert out == "" and err.startswith("analysis search: ") and message in err
     assert not list((tmp_path / SWEEP).iterdir())  # nothing claimed, no state written
 
 
 def test_render_summary_is_empty_without_a_search(tmp_path: Path) -> None:
-    assert search.render_summary(tmp_path) == ""
+    assert search_state.render_summary(tmp_path) == ""
 
 
 def test_t_quantiles_match_the_table_and_interpolate_between() -> None:
-    assert search.t975(4) == pytest.approx(2.7764)
-    assert search.t975(1e9) == pytest.approx(1.96, abs=1e-6)
-    assert 3.1824 < search.t975(2.5) < 4.3027
+    assert search_core.t975(4) == pytest.approx(2.7764)
+    assert search_core.t975(1e9) == pytest.approx(1.96, abs=1e-6)
+    assert 3.1824 < search_core.t975(2.5) < 4.3027

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.compare import GROUP
+from analysis.report.compare import GROUP
 
 # What makes two configs the same grid point under different profiles.
 POINT = ["speculative", "algorithm", "steps", "topk", "draft_tokens"]

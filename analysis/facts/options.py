@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis.jsonl import Labels
-from analysis.load import LoadResult, load_sweeps
+from analysis.facts.jsonl import Labels
+from analysis.facts.load import LoadResult, load_sweeps
 
 
 def add_load_options(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
@@ -21,20 +20,7 @@ from types import TracebackType
 import pandas as pd
 
 from analysis import forks
-
-
-@dataclass(frozen=True)
-class Plot:
-    """One rendered figure: file name, caption and PNG bytes.
-
-    Defined here, not with the drawing code: unpickling one imports its module, and this process
-    must not import matplotlib only to receive bytes.
-    """
-
-    name: str
-    caption: str
-    png: bytes
-
+from analysis.report.plotfile import Plot
 
 Result = tuple[list[Plot], int]  # the plots, and how many families had none (make_plots)
 
@@ -43,13 +29,13 @@ def _serve(conn: Connection, other_end: Connection) -> None:
     """The helper: import the plotting stack, wait for the tables, send back the plots or the error."""
     other_end.close()  # the report's end, inherited: open here, it would hide the report's exit
     with contextlib.suppress(Exception):  # a failed import fails again below, and is reported then
-        import analysis.plots  # noqa: F401 - now, while the report loads its rows
+        import analysis.report.plots  # noqa: F401 - now, while the report loads its rows
     try:
         step, speed, cache_dir = conn.recv()
     except EOFError:  # the report ended without plotting (nothing loaded, or an error)
         return
     try:
-        from analysis.plots import make_plots
+        from analysis.report.plots import make_plots
 
         result: Result | str = make_plots(step, speed, cache_dir)
     except Exception:  # the traceback as text: an exception object may not pickle
@@ -97,7 +83,7 @@ class Plotter:
     def _receive(self) -> Result:
         """The helper's answer, or the plots drawn here where there is no helper."""
         if self._conn is None:
-            from analysis.plots import make_plots
+            from analysis.report.plots import make_plots
 
             assert self._asked is not None, "submit before result"
             return make_plots(*self._asked)

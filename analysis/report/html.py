@@ -7,8 +7,8 @@ from html import escape
 
 import numpy as np
 
-from analysis.plotter import Plot
-from analysis.render import LEGEND, Block, Tables, escape_all
+from analysis.report.plotfile import Plot
+from analysis.report.render import LEGEND, Block, Tables, escape_all
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }

@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.load import LoadResult
-from analysis.options import add_load_options, load
+from analysis.facts.load import LoadResult
+from analysis.facts.options import add_load_options, load
 
 DEFAULT = Path("results/history.sqlite")
 RUN_FIELDS = [

@@ -14,7 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from analysis.schema import (
+from analysis.facts.schema import (
     REDACTED,
     SCHEMA_VERSION,
     Fact,

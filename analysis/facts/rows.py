@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
-from analysis.schema import Fact, Run
+from analysis.facts.schema import Fact, Run
 
 Row = dict[str, Any]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 if TYPE_CHECKING:
-    from analysis.regress import Settings
+    from analysis.nightly.regress import Settings
 
 MISSING = "–"
 SECTIONS = [

@@ -23,10 +23,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from analysis import cache, forks
-from analysis.crosshost import FAMILY
-from analysis.figures import layout, legend_inches, png, slug, title
 from analysis.hostorder import natural, natural_key
-from analysis.plotter import Plot
+from analysis.report.crosshost import FAMILY
+from analysis.report.figures import layout, legend_inches, png, slug, title
+from analysis.report.plotfile import Plot
 
 MAX_LINES = 8  # lines per axes before hosts are summarised (each host's best per step count)
 MAX_FAMILIES = 6  # families plotted per report; the tables still cover every one
@@ -263,7 +263,7 @@ def _draw_all(tasks: list[Task]) -> list[Plot | None]:
 def _code_digest() -> bytes:
     """Digest of what decides a plot's pixels besides its rows: this code and matplotlib's."""
     digest = hashlib.sha256(matplotlib.__version__.encode() + repr(STYLE).encode())
-    for name in ("plots.py", "figures.py", "plotter.py"):
+    for name in ("plots.py", "figures.py", "plotfile.py"):
         digest.update((Path(__file__).parent / name).read_bytes())
     return digest.digest()
 

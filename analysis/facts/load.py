@@ -15,9 +15,9 @@ import orjson
 import pandas as pd
 
 from analysis import cache, forks
-from analysis.jsonl import Labels, jsonl_rows
-from analysis.rows import Row, request_columns, run_rows
-from analysis.schema import Fact, load_fact
+from analysis.facts.jsonl import Labels, jsonl_rows
+from analysis.facts.rows import Row, request_columns, run_rows
+from analysis.facts.schema import Fact, load_fact
 
 RUN_COLUMNS = [
     "path", "source", "sweep_id", "host", "engine", "engine_version", "model", "config_id",

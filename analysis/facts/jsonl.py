@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.rows import Row
+from analysis.facts.rows import Row
 
 KINDS = ("bench_serving", "bench_one_batch_server")
 CONFIG_ID = re.compile(

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.compare import GROUP
-from analysis.crosshost import FAMILY
-from analysis.profiles import profile_table
+from analysis.report.compare import GROUP
+from analysis.report.crosshost import FAMILY
+from analysis.report.profiles import profile_table
 
 MISSING = "–"
 FORMATS = ("text", "markdown", "html", "csv", "json")
@@ -313,7 +313,7 @@ def render_markdown(tables: Tables) -> str:
 
 
 def render(tables: Tables, fmt: str) -> str:
-    """The tables as text, markdown, CSV or JSON (HTML, with plots: analysis.html)."""
+    """The tables as text, markdown, CSV or JSON (HTML, with plots: analysis.report.html)."""
     # CSV and JSON carry the step table at full precision, for machines (the profile view is
     # a pivot of its env_profile, decode_tps and step_ms columns).
     if fmt == "text":

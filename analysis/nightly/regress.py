@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import history
-from analysis.regress_report import markdown, write_junit
+from analysis.nightly import history
+from analysis.nightly.regress_report import markdown, write_junit
 
 CELL = ["host", "engine", "model", "config_id", "concurrency"]
 CELL_V = ["host", "engine", "engine_version", "model", "config_id", "concurrency"]

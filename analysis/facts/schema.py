@@ -1,7 +1,7 @@
 """The result-fact schema: one JSON document per (sweep, host, config).
 
 The controller-side writer (`python -m analysis record`) and every reader
-(`analysis.load`) go through these dataclasses, so the JSON on disk is their
+(`analysis.facts.load`) go through these dataclasses, so the JSON on disk is their
 serialisation and nothing else. Bump SCHEMA_VERSION on any incompatible change
 and teach `migrate()` the step from the previous version.
 """

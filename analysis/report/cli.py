@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from analysis import cache
-from analysis.compare import NOISY_CV, step_table
-from analysis.crosshost import SLOW_PCT, cross_host, host_speed
-from analysis.load import LoadResult
-from analysis.options import add_load_options, load
-from analysis.plotter import Plotter
-from analysis.render import FORMATS, Tables, render, render_markdown
+from analysis.facts.load import LoadResult
+from analysis.facts.options import add_load_options, load
+from analysis.report.compare import NOISY_CV, step_table
+from analysis.report.crosshost import SLOW_PCT, cross_host, host_speed
+from analysis.report.plotter import Plotter
+from analysis.report.render import FORMATS, Tables, render, render_markdown
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for bad usage; also "nothing to report"
@@ -60,7 +60,7 @@ def write_report(
         with Plotter() as own:
             own.submit(tables.step, tables.speed)
             return write_report(tables, out, problems, own)
-    from analysis import html
+    from analysis.report import html
 
     md = render_markdown(tables)
     body = html.sections(tables)  # laid out while the plots are still being drawn
@@ -84,7 +84,7 @@ def write_report(
 
 def run(args: argparse.Namespace) -> int:
     """Load, compare, print the table on stdout (problems on stderr), write --out if asked."""
-    # Plots start now, in a helper that imports matplotlib while the rows load (analysis.plotter).
+    # Plots start now, in a helper that imports matplotlib while the rows load (analysis.report.plotter).
     wanted = args.out is not None or args.format == "html"
     with Plotter() if wanted else contextlib.nullcontext() as plotter:
         result = load(args)
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             plotter.submit(tables.step, tables.speed, None if args.no_cache else cache.folder())
         problems = [f"{path}: {reason}" for path, reason in result.problems]
         if plotter is not None and args.format == "html":
-            from analysis.html import render_html
+            from analysis.report.html import render_html
 
             sys.stdout.write(render_html(tables, plotter.result()[0], problems))
         else:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import equivalence, hostorder
+from analysis import hostorder
+from analysis.report import equivalence
 from analysis.stats import log_ratio_ci, median_ci, straddles_zero
 
 # A table row is one config measured in one of these groups; speedups compare within one.
