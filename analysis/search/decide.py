@@ -297,5 +297,3 @@ def decide(
     label = "none" if best is None else f"s{best}"
     reason = f"search finished after {len(view.measured)} launches: best {label}, {confidence}"
     return Decision("done", reason, **common)
-
-

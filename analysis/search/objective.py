@@ -33,5 +33,3 @@ def probe_of(facts: Sequence[Fact], baselines: Mapping[str, float] | None) -> Pr
     """
     samples = [s / (baselines[f.host] if baselines else 1.0) for f in facts for s in decode_samples(f)]
     return Probe(tuple(samples)) if samples else Probe(failed=True)
-
-

@@ -308,5 +308,3 @@ def render_summary(sweep_dir: Path | str) -> str:
     """Plain-text lines, one per search of the sweep (search*.json at its root); '' when none."""
     states = (_read_json(p) for p in sorted(Path(sweep_dir).glob("search*.json")))
     return "\n".join(_summary_line(s) for s in states if isinstance(s, dict) and "candidates" in s)
-
-

@@ -14,7 +14,8 @@ from typing import Any
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from analysis.facts import record  # the schema's one writer (the repo is installed in the venv: scripts/setup.sh)
+# The schema's one writer (the repo is installed in the venv: scripts/setup.sh).
+from analysis.facts import record
 
 ACTIONS = ("fact", "plan", "claim")
 
