@@ -1,0 +1,316 @@
+"""One sweep config (a grid point): its fields, its id, what makes it valid, and its environment.
+
+The one owner of what a config is. The plan builds configs here, the engines render them, the fact
+schema stores them, the loader, the tables and the history take their columns from COLUMNS, and
+the JSONL reader parses file names back with `parse_id`. A new axis is a field here (with its id
+part and its rules), its rendering in analysis.sweep.engines, and a test.
+
+Rules are checked against SGLang 0.5.23 (sglang/srt/arg_groups/speculative_hook.py,
+sglang/srt/speculative/spec_info.py, sglang/srt/speculative/adaptive_spec_params.py) and
+llama.cpp's server (`--spec-type ngram-mod`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+SGLANG_VERSION_CHECKED = "0.5.23"
+ENGINES = ("llama_cpp", "sglang")
+DEFAULT_PROFILE = "default"
+
+# Every name SpeculativeAlgorithm.from_string accepts in SGLang 0.5.23 (besides plugin-registered
+# ones): the enum members (speculative/spec_info.py, NONE left out) plus the NEXTN alias.
+SGLANG_ALGORITHMS = frozenset(
+    {"DFLASH", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "NEXTN", "NGRAM", "STANDALONE", "UNO"}
+)
+# The algorithms each engine's grid points describe with (steps, topk, draft_tokens). SGLang's
+# DFLASH/DSPARK force steps=topk=1 and size the draft by block size, UNO needs a LoRA,
+# FROZEN_KV_MTP is what SGLang promotes NEXTN/EAGLE to for Gemma4 drafts.
+ALGORITHMS: dict[str, tuple[str, ...]] = {
+    "llama_cpp": ("ngram-mod",),
+    "sglang": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
+}
+# SGLang does not reject these without a draft path: the draft worker silently falls back to the
+# target checkpoint (configs/model_config.py `model_path or cfg.model_path`), which for
+# EAGLE/EAGLE3 fails late or drafts nonsense, and for STANDALONE drafts with the target itself.
+DRAFT_REQUIRED = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
+# SGLang's adaptive speculation: adaptive_unsupported_reason() accepts these algorithms only.
+ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
+
+# File-safe names (config ids, env profiles, sweep ids). \Z, not $: "$" also matches before a
+# trailing newline.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One point of the sweep grid; `id` names its result file and is derived from the fields."""
+
+    id: str
+    speculative: bool
+    algorithm: str | None = None
+    steps: int | None = None
+    topk: int | None = None
+    draft_tokens: int | None = None
+    # SGLang's adaptive speculation: the server switches step counts per batch size at run time,
+    # from a schedule file; `steps` is the count it starts from.
+    adaptive: bool = False
+    env_profile: str = DEFAULT_PROFILE
+
+    def __post_init__(self) -> None:
+        made = config_id(
+            self.steps, self.topk, self.draft_tokens, self.env_profile, self.speculative, self.adaptive
+        )
+        if self.id != made:
+            raise ValueError(f"config id {self.id!r} does not name its fields (they make {made!r})")
+
+    @property
+    def point(self) -> tuple[Any, ...]:
+        """The grid point without its env profile: what one step-count comparison varies."""
+        return tuple(getattr(self, name) for name in POINT)
+
+
+# The columns a config contributes to every table row (its id is `config_id` there), and the grid
+# point without the env profile (the env-profile view compares one point across profiles).
+COLUMNS: tuple[str, ...] = tuple(f for f in Config.__struct_fields__ if f != "id")
+POINT: tuple[str, ...] = tuple(f for f in COLUMNS if f != "env_profile")
+# Python type of each column (a nullable field's non-null type), for frames and SQL columns.
+COLUMN_TYPES: dict[str, type] = {
+    f.name: next(a for a in (*typing.get_args(f.type), f.type) if a in (bool, int, str))
+    for f in msgspec.structs.fields(Config)
+    if f.name in COLUMNS
+}
+
+# The id's parts after the head ("baseline" or "s<steps>"), each present when its field is set;
+# an adaptive config is "adaptive" whatever it starts from (one per env profile).
+_ID_PARTS = (("topk", "k"), ("draft_tokens", "d"))
+_ID_RE = re.compile(
+    r"(?:baseline|(?P<adaptive>adaptive)|s(?P<steps>\d+)"
+    + "".join(rf"(?:-{tag}(?P<{name}>\d+))?" for name, tag in _ID_PARTS)
+    + r")(?:\+(?P<env_profile>[A-Za-z0-9][A-Za-z0-9._-]*))?"
+)
+
+
+def config_id(
+    steps: int | None,
+    topk: int | None = None,
+    draft_tokens: int | None = None,
+    env_profile: str = DEFAULT_PROFILE,
+    speculative: bool | None = None,
+    adaptive: bool = False,
+) -> str:
+    """File-safe name of a grid point: baseline, s2, s5-k4-d8, s2+nccl_ll_ring, adaptive."""
+    if speculative is None:
+        speculative = steps is not None or adaptive
+    if adaptive:
+        head = "adaptive"
+    elif speculative:
+        values = {"topk": topk, "draft_tokens": draft_tokens}
+        head = f"s{steps}" + "".join(f"-{tag}{values[n]}" for n, tag in _ID_PARTS if values[n] is not None)
+    else:
+        head = "baseline"
+    return head if env_profile == DEFAULT_PROFILE else f"{head}+{env_profile}"
+
+
+def parse_id(text: str) -> dict[str, Any]:
+    """The fields an id names (algorithm is not part of it); ValueError when it is not an id."""
+    match = _ID_RE.fullmatch(text)
+    if not match:
+        raise ValueError(
+            f"config id {text!r} is not baseline, s<steps> or s<steps>-k<topk>-d<draft> "
+            "(optionally +<env_profile>)"
+        )
+    numbers = {name: int(match[name]) if match[name] else None for name in ("steps", "topk", "draft_tokens")}
+    adaptive = match["adaptive"] is not None
+    return {
+        "id": text,
+        "speculative": numbers["steps"] is not None or adaptive,
+        "algorithm": None,
+        **numbers,
+        "adaptive": adaptive,
+        "env_profile": match["env_profile"] or DEFAULT_PROFILE,
+    }
+
+
+def make(
+    steps: int | None = None,
+    topk: int | None = None,
+    draft_tokens: int | None = None,
+    algorithm: str | None = None,
+    env_profile: str = DEFAULT_PROFILE,
+) -> Config:
+    """A config from its fields; `steps` None is the baseline (no speculation)."""
+    speculative = steps is not None
+    return Config(
+        id=config_id(steps, topk, draft_tokens, env_profile),
+        speculative=speculative,
+        algorithm=algorithm if speculative else None,
+        steps=steps,
+        topk=topk,
+        draft_tokens=draft_tokens,
+        env_profile=env_profile,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Validity: engine-independent, then per engine. Each problem is "<variable>: <sentence>".
+# ---------------------------------------------------------------------------------------------
+
+
+def shape_problems(steps: int, topk: int | None, draft_tokens: int | None) -> list[str]:
+    """Why (steps, topk, draft tokens) cannot be a speculative grid point, on any engine."""
+    if draft_tokens is not None and topk is None:
+        return ["draft_tokens: needs topk (SGLang takes steps, topk and draft tokens together)"]
+    if topk is None or draft_tokens is None:
+        return []
+    most = steps * topk + 1  # the root plus a full tree of `steps` levels, `topk` wide
+    if draft_tokens > most:
+        return [
+            f"draft_tokens: {draft_tokens} > steps*topk+1 = {most} (the extra tokens can never be drafted)"
+        ]
+    if topk == 1 and draft_tokens != steps + 1:
+        forced = steps + 1
+        return [f"draft_tokens: with topk 1, SGLang forces it to steps+1 = {forced}, not {draft_tokens}"]
+    if draft_tokens < 2:
+        return ["draft_tokens: must be at least 2 (the root plus one drafted token)"]
+    return []
+
+
+def engine_problems(config: Config, engine: str) -> list[str]:
+    """Why an engine cannot run this config (its own algorithms and knobs)."""
+    if engine not in ENGINES:
+        return [f"specsweep_engine: {engine!r} is not one of: {', '.join(ENGINES)}"]
+    if not config.speculative:
+        return []
+    algorithm = config.algorithm
+    if engine == "llama_cpp":
+        problems = []
+        if algorithm not in (None, *ALGORITHMS["llama_cpp"]):
+            problems.append(f"algorithm: {algorithm!r} is not known to llama_cpp (one of: ngram-mod)")
+        if config.topk is not None or config.draft_tokens is not None:
+            problems.append("topk: applies to SGLang only (llama_cpp's n-gram drafts have no tree)")
+        return problems
+    if algorithm is None:
+        return []  # the host's sglang_server_speculative_algorithm, checked when rendered
+    name = algorithm.upper()  # SGLang upper-cases it too
+    if name not in SGLANG_ALGORITHMS:
+        known = ", ".join(ALGORITHMS["sglang"])
+        return [f"algorithm: {algorithm!r} is not known to sglang (one of: {known})"]
+    if name not in ALGORITHMS["sglang"]:
+        return [
+            f"algorithm: {name} is not described by steps/topk/draft_tokens; "
+            f"specsweep sweeps {', '.join(ALGORITHMS['sglang'])}"
+        ]
+    if name == "NGRAM" and config.topk not in (None, 1):
+        # SGLang overwrites topk with --speculative-ngram-max-bfs-breadth (default 10).
+        return [
+            "topk: NGRAM ignores it (SGLang sets topk to --speculative-ngram-max-bfs-breadth); leave it unset"
+        ]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# The grid
+# ---------------------------------------------------------------------------------------------
+
+
+class GridError(ValueError):
+    """A request that makes no valid grid; the message starts with the variable's name."""
+
+
+def grid(
+    steps: Sequence[int],
+    topk: Sequence[int] = (),
+    draft_tokens: Sequence[int] = (),
+    *,
+    baseline: bool = True,
+    algorithm: str | None = None,
+    env_profiles: Sequence[str] = (),
+    engines: Sequence[str] = ("llama_cpp",),
+) -> tuple[list[Config], list[str]]:
+    """The configs of a request, and a warning per grid cell left out (pointless or invalid).
+
+    Raises GridError when the request itself is wrong (topk without steps, a knob an engine of the
+    targeted hosts does not have) or leaves nothing valid to sweep.
+    """
+    if (topk or draft_tokens) and not steps:
+        name = "topk" if topk else "draft_tokens"
+        raise GridError(f"{name}: given without steps (SGLang takes steps, topk and draft tokens together)")
+    if draft_tokens and not topk:
+        raise GridError("draft_tokens: needs topk (SGLang takes steps, topk and draft tokens together)")
+    configs: list[Config] = []
+    warnings: list[str] = []
+    cells = list(itertools.product(steps, topk or [None], draft_tokens or [None]))
+    for profile in env_profiles or [DEFAULT_PROFILE]:
+        if baseline:
+            configs.append(make(env_profile=profile))
+        for s, k, d in cells:
+            if k is not None and d is None:
+                if k != 1:
+                    raise GridError(f"draft_tokens: required when topk is {k} (steps {s})")
+                d = s + 1  # what SGLang forces for topk 1
+            config = make(s, k, d, algorithm, profile)
+            problems = shape_problems(s, k, d)
+            if not problems:
+                problems = [p for e in engines for p in engine_problems(config, e)]
+            if problems and (len(cells) == 1 or not problems[0].startswith("draft_tokens")):
+                raise GridError(problems[0])  # asked for exactly, or wrong on every cell
+            if problems:
+                warnings.append(
+                    f"skipped steps={s} topk={k} draft_tokens={d}: {problems[0].split(': ', 1)[1]}"
+                )
+                continue
+            configs.append(config)
+    if not configs:
+        detail = f": {warnings[0].split(': ', 1)[1]}" if warnings else ""
+        raise GridError(f"steps/topk/draft_tokens: nothing valid to sweep{detail}")
+    # Warnings repeat once per profile; say each once.
+    return configs, list(dict.fromkeys(warnings))
+
+
+# ---------------------------------------------------------------------------------------------
+# Environment
+# ---------------------------------------------------------------------------------------------
+
+
+def env_value(key: str, value: Any) -> str:
+    """One environment value as text; booleans are 1/0, which is what C readers expect."""
+    if isinstance(value, bool):
+        text = "1" if value else "0"
+    elif isinstance(value, (str, int, float)):
+        text = str(value)
+    else:
+        raise ValueError(f"{key}: value must be a string or number, got {type(value).__name__}")
+    if "\n" in text or "\0" in text:
+        raise ValueError(f"{key}: value must not contain a newline or NUL")
+    return text
+
+
+def merge_env(base: Mapping[str, Any] | None, profile: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The server's environment: `base` with an env profile's values over it (str -> str).
+
+    A null value in the profile removes that key from the base, so a profile can return to a
+    library default (e.g. drop NCCL_ALGO); a null in the base is an error.
+    """
+    merged: dict[str, str] = {}
+    for source, layer in (("env", base), ("env profile", profile)):
+        if layer is None:
+            continue
+        if not isinstance(layer, Mapping):
+            raise ValueError(f"{source}: must be a mapping, got {type(layer).__name__}")
+        for key, value in layer.items():
+            if not isinstance(key, str) or not _ENV_KEY.fullmatch(key):
+                raise ValueError(f"{key!r}: not a valid environment variable name")
+            if value is None:
+                if source == "env":
+                    raise ValueError(f"{key}: value is null")
+                merged.pop(key, None)
+            else:
+                merged[key] = env_value(key, value)
+    return merged
