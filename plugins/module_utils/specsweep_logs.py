@@ -27,6 +27,11 @@ FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout"
             r"|Watchdog caught collective operation timeout",
         ),
+        # The file is there and whole, but the engine does not know what it holds.
+        (
+            "model_unsupported",
+            r"unknown model architecture|Model architectures? \[.*\] (is|are) not supported",
+        ),
         (
             "model_not_found",
             r"failed to load model|No such file or directory|is not a valid model|not a local folder"

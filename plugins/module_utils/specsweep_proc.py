@@ -12,19 +12,35 @@ import signal
 import socket
 import time
 
+# Process states of /proc/PID/stat: exited but not reaped, and stopped (by a signal or a tracer).
+DEAD_STATES = ("Z", "X")
+STOPPED_STATES = ("T", "t")
 
-def proc_start_ticks(pid: int) -> int | None:
-    """Kernel start time of `pid` in clock ticks, None if it is gone or a zombie."""
+
+def proc_stat(pid: int) -> dict | None:
+    """State, parent, process group, CPU ticks (utime + stime) and start ticks of `pid`, zombies
+    included; None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
             stat = f.read()
     except OSError:
         return None
-    # comm (field 2) may contain spaces and parens: split after the last ')'.
+    # comm (field 2) may contain spaces and parens: split after the last ')'; fields[0] is field 3.
     fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
+    return {
+        "pid": pid,
+        "state": fields[0],
+        "ppid": int(fields[1]),
+        "pgrp": int(fields[2]),
+        "cpu_ticks": int(fields[11]) + int(fields[12]),
+        "start_ticks": int(fields[19]),
+    }
+
+
+def proc_start_ticks(pid: int) -> int | None:
+    """Kernel start time of `pid` in clock ticks, None if it is gone or a zombie."""
+    stat = proc_stat(pid)
+    return None if stat is None or stat["state"] in DEAD_STATES else stat["start_ticks"]
 
 
 def proc_age_s(start_ticks: int) -> float:
@@ -81,22 +97,70 @@ def wait_until(predicate, timeout_s: float, interval_s: float = 0.05) -> bool:
         time.sleep(interval_s)
 
 
-def stop_group(record: dict, term_grace_s: float) -> bool:
-    """SIGTERM the recorded process group, SIGKILL it after `term_grace_s`; True once it is gone.
+def group_members(pgid: int) -> list[dict]:
+    """The live processes (zombies left out) of process group `pgid`, read from /proc."""
+    members = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = proc_stat(int(name))
+            if stat is not None and stat["pgrp"] == pgid and stat["state"] not in DEAD_STATES:
+                members.append(stat)
+    return members
 
-    The recorded process leads its own session, so its group holds its children too (a client
-    under its wrapper, SGLang's TP ranks). Only a record that is alive (same pid and start time)
-    is signalled.
-    """
-    for sig, grace in ((signal.SIGTERM, term_grace_s), (signal.SIGKILL, 10.0)):
-        if not record_alive(record):
-            break
-        try:
+
+def group_is_ours(record: dict) -> bool:
+    """True while the recorded group may be signalled: its leader (running or a zombie, whose pid
+    cannot be reused) or the server it recorded (`server_pid`, still in the group) has the
+    recorded start time."""
+    leader = proc_stat(record["pid"])
+    if leader is not None and leader["start_ticks"] == record.get("start_ticks"):
+        return True
+    server = proc_stat(record["server_pid"]) if isinstance(record.get("server_pid"), int) else None
+    return (
+        server is not None
+        and server["state"] not in DEAD_STATES
+        and server["start_ticks"] == record.get("server_start_ticks")
+        and server["pgrp"] == record["pid"]
+    )
+
+
+def group_alive(record: dict | None) -> bool:
+    """True while a process of the recorded group (the leader, the server or a child) still runs."""
+    return bool(record) and group_is_ours(record) and bool(group_members(record["pid"]))
+
+
+def _signal_group(record: dict, *sigs: signal.Signals) -> bool:
+    """Send `sigs` to the recorded group if it is still ours and alive; False when it is gone."""
+    if not group_alive(record):
+        return False
+    try:
+        for sig in sigs:
             os.killpg(record["pid"], sig)
-        except ProcessLookupError:
-            break
-        wait_until(lambda: not record_alive(record), grace)
-    return not record_alive(record)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop_group(record: dict, term_grace_s: float) -> bool:
+    """Stop the recorded process group; True once none of it runs.
+
+    The recorded process leads its own session, so its group holds its children too (the server
+    under its supervisor, a client under its wrapper, SGLang's TP ranks). SIGTERM goes with SIGCONT
+    (a stopped process only acts on SIGTERM once continued); SIGKILL follows after `term_grace_s`,
+    or at once when a member is stopped (it hung) or the leader is a zombie or gone (its children
+    are orphans nobody will stop). Only a group whose leader or server still has the recorded
+    start time is signalled.
+    """
+    if not group_alive(record):
+        return True
+    leader = proc_stat(record["pid"])
+    orphaned = leader is None or leader["state"] in DEAD_STATES
+    stopped = any(m["state"] in STOPPED_STATES for m in group_members(record["pid"]))
+    if not (orphaned or stopped) and _signal_group(record, signal.SIGTERM, signal.SIGCONT):
+        wait_until(lambda: not group_alive(record), term_grace_s, interval_s=0.1)
+    if _signal_group(record, signal.SIGKILL):
+        wait_until(lambda: not group_alive(record), 10.0, interval_s=0.1)
+    return not group_alive(record)
 
 
 def tail_lines(path: str, count: int = 40) -> list[str]:

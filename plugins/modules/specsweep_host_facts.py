@@ -13,6 +13,13 @@ description:
     install tasks only for what it reports, so a host that is up to date costs this one call.
   - O(packages) and O(imports) are checked with O(python) (for example the engine's venv), never
     with the Python that runs this module.
+  - O(models) are checked without reading their weights (module_utils/specsweep_models.py). A GGUF file
+    must hold its whole header and every tensor that header places; a checkpoint folder needs a
+    config.json that parses and complete safetensors files (those its index names, else those present).
+    A Hugging Face repo id (no leading /) is not checked.
+  - C(problems) says, one sentence each naming the host O(label), what stops a launch on the host as
+    found - import errors, missing paths, missing or corrupt models (not missing pins or stale files,
+    which the roles install). A role that installs or writes something re-checks afterwards.
 options:
   hardware: {type: bool, default: true, description: Describe CPU, memory and GPUs (C(host_facts)).}
   python: {type: str, description: Interpreter whose packages and imports are checked.}
@@ -35,6 +42,14 @@ options:
     elements: path
     default: []
     description: Paths that must exist.
+  models:
+    type: list
+    elements: dict
+    default: []
+    description:
+      - Models to check, each C({path, format}); C(format) is C(gguf) or C(hf) (a checkpoint folder),
+        by default C(hf) for a folder and C(gguf) for a file.
+  label: {type: str, description: The host's name in C(problems) (inventory hostname); default its hostname.}
 author: specsweep
 """
 
@@ -46,7 +61,16 @@ installed:
   description:
     - C(python_ok) (O(python) runs; true without it), C(missing_packages) (all pins when it does not run),
       C(imports) (module to version), C(import_errors) (module to the last line of its error),
-      C(stale_files) (absent or different O(files)), C(missing_paths), and C(complete) (none of these).
+      C(stale_files) (absent or different O(files)), C(missing_paths) (O(paths) and O(models)),
+      C(models) (path to C(status) - ok, not_checked, model_not_found or model_corrupt - and C(problem)),
+      and C(complete) (none of these, and no corrupt model).
+problems: {type: list, returned: always, description: A sentence per import error, missing path, bad model.}
+model_identity:
+  type: list
+  returned: always
+  description:
+    - Per O(models) entry C({path, bytes, mtime, digest}); C(digest) is the sha256 of the GGUF header (all
+      before the tensor data) or of config.json. Null values for a model not found, corrupt or not checked.
 """
 
 import hashlib
@@ -59,6 +83,7 @@ import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specsweep_gpu import parse_gpu_query, parse_smi_header
+from ansible.module_utils.specsweep_models import check_model
 
 
 def cpu_model() -> str | None:
@@ -176,6 +201,45 @@ def installed(p: dict) -> dict:
     return out
 
 
+def add_models(out: dict, models: dict) -> dict:
+    """`out` of installed() with the models as check_models found them: missing ones among the
+    missing paths, each one's status and problem, and complete only when none is missing or corrupt."""
+    missing = [path for path, m in models.items() if m["status"] == "model_not_found"]
+    return {
+        **out,
+        "missing_paths": out["missing_paths"]
+        + [path for path in missing if path not in out["missing_paths"]],
+        "models": {path: {"status": m["status"], "problem": m["problem"]} for path, m in models.items()},
+        "complete": out["complete"] and not any(m["problem"] for m in models.values()),
+    }
+
+
+def check_models(entries: list[dict], label: str) -> dict:
+    """check_model of each entry by path, with its problem as a sentence (None when there is none)."""
+    models = {}
+    for entry in entries:
+        found = check_model(entry["path"], entry.get("format"))
+        problem = None
+        if found["status"] == "model_not_found":
+            problem = f"model path {entry['path']} does not exist on {label}"
+        elif found["corrupt"] is not None:
+            problem = f"{found['corrupt'].subject} on {label} {found['corrupt'].detail}"
+        models[entry["path"]] = {**found, "problem": problem}
+    return models
+
+
+def problems(p: dict, out: dict, models: dict, label: str) -> list[str]:
+    """What stops a launch: import errors, missing paths and bad models, one sentence each."""
+    sentences = [
+        f"{p['python']} cannot import {name} on {label}: {error}"
+        for name, error in out["import_errors"].items()
+    ]
+    sentences += [
+        f"path {path} does not exist on {label}" for path in out["missing_paths"] if path not in models
+    ]
+    return sentences + [m["problem"] for m in models.values() if m["problem"]]
+
+
 ARGUMENT_SPEC = {
     "hardware": {"type": "bool", "default": True},
     "python": {"type": "str"},
@@ -183,6 +247,16 @@ ARGUMENT_SPEC = {
     "imports": {"type": "list", "elements": "str", "default": []},
     "files": {"type": "dict", "default": {}},
     "paths": {"type": "list", "elements": "path", "default": []},
+    "models": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {
+            "path": {"type": "str", "required": True},
+            "format": {"type": "str", "choices": ["gguf", "hf"]},
+        },
+    },
+    "label": {"type": "str"},
 }
 
 
@@ -194,7 +268,14 @@ def main() -> None:
     bad = [pin for pin in p["packages"] if "==" not in pin]
     if bad:
         module.fail_json(msg=f"packages must be pins name==version: {', '.join(bad)}")
-    result = {"installed": installed(p)}
+    label = p["label"] or socket.gethostname()
+    models = check_models(p["models"], label)
+    out = add_models(installed(p), models)
+    result = {
+        "installed": out,
+        "problems": problems(p, out, models, label),
+        "model_identity": [models[entry["path"]]["identity"] for entry in p["models"]],
+    }
     if p["hardware"]:
         result["host_facts"] = hardware()
     module.exit_json(changed=False, **result)

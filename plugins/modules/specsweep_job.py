@@ -15,6 +15,11 @@ description:
   - A recorded job of another O(token) (a run that died) is stopped first (only its process group,
     which this module started) and replaced.
   - A non-zero exit fails with C(rc), C(stdout) and C(stderr), like M(ansible.builtin.command).
+  - With O(server_pidfile) (the specsweep_server record) it also watches the server the command measures.
+    When the server has exited while the command runs (or the command failed after it did), the command is
+    stopped and the call fails with C(cause=server_exited), a C(msg) that gives the server's exit status or
+    signal, C(exit), C(log_tail) (of O(server_log)), and what the command printed so far.
+  - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server).
 options:
   argv: {type: list, elements: str, required: true, description: Command to run.}
   path:
@@ -27,6 +32,10 @@ options:
     description: Names this measurement; a call with the recorded token follows that job, not a new one.
   slice_s: {type: float, default: 30, description: Seconds one call follows the job before it reports.}
   timeout_s: {type: float, default: 7200, description: Seconds after which the job is stopped and fails.}
+  server_pidfile: {type: path, description: Pid record of the server under test (specsweep_server).}
+  server_log: {type: path, description: That server's log, whose tail a server_exited failure returns.}
+  lease_path: {type: path, description: The host lock file whose lease this call renews.}
+  run_id: {type: str, description: This run's id, as the lock records it; required with lease_path.}
 author: specsweep
 """
 
@@ -44,6 +53,7 @@ from ansible.module_utils.specsweep_proc import (
     tail_lines,
     write_json_atomic,
 )
+from ansible.module_utils.specsweep_supervisor import describe_exit, renew_lease, server_exit, server_running
 
 # Runs the command and writes its exit status atomically: the detached job outlives this module,
 # and its status is read by a later call.
@@ -93,6 +103,16 @@ def start(files: dict, argv: list, token: str) -> dict:
     return record
 
 
+def server_gone(pidfile: str) -> dict | None:
+    """None while the server of `pidfile` runs; else how it ended: its exit record and words for it."""
+    record = read_pidfile(pidfile)
+    if record is not None and server_running(record):
+        return None
+    ended = server_exit(pidfile) if record is not None else None
+    words = describe_exit(ended) if ended else "status unknown: no exit recorded in " + pidfile
+    return {"exit": ended, "words": words}
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -101,7 +121,12 @@ def main() -> None:
             "token": {"type": "str", "required": True},
             "slice_s": {"type": "float", "default": 30.0},
             "timeout_s": {"type": "float", "default": 7200.0},
+            "server_pidfile": {"type": "path"},
+            "server_log": {"type": "path"},
+            "lease_path": {"type": "path"},
+            "run_id": {"type": "str"},
         },
+        required_by={"lease_path": ("run_id",)},
         supports_check_mode=True,
     )
     p = module.params
@@ -114,16 +139,35 @@ def main() -> None:
             stop_group(record, 10.0)
         record = start(files, p["argv"], p["token"])
 
+    def server_exited(ended: dict) -> None:
+        stop_group(record, 10.0)  # before reading its output: it may flush on SIGTERM
+        module.fail_json(
+            msg=f"server exited ({ended['words']}) during benchmark",
+            cause="server_exited",
+            exit=ended["exit"],
+            log_tail=tail_lines(p["server_log"]) if p["server_log"] else [],
+            **outputs(files),
+        )
+
     slice_end = time.monotonic() + p["slice_s"]
+    next_renewal = 0.0
     while True:
+        if p["lease_path"] and time.monotonic() >= next_renewal:
+            renew_lease(p["lease_path"], p["run_id"])
+            next_renewal = time.monotonic() + 1.0
         elapsed = round(time.time() - record["started_at"], 1)
         alive = record_alive(record)  # before the status file: the job writes it, then exits
+        ended = server_gone(p["server_pidfile"]) if p["server_pidfile"] else None
         if os.path.exists(files["rc"]):
             result = {**outputs(files), "rc": int(read_text(files["rc"]) or -1), "elapsed_s": elapsed,
                       "pid": record["pid"]}  # fmt: skip
+            if result["rc"] != 0 and ended is not None:
+                server_exited(ended)
             if result["rc"] != 0:
                 module.fail_json(msg="non-zero return code", **result)
             module.exit_json(changed=False, **result)
+        if ended is not None:
+            server_exited(ended)
         if not alive:
             module.fail_json(msg="the job was killed before it finished", **outputs(files))
         if elapsed > p["timeout_s"]:

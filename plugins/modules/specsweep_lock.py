@@ -8,11 +8,15 @@ module: specsweep_lock
 short_description: Take, check or release the lock a sweep holds on a host
 description:
   - C(acquired) creates O(path) atomically with O(owner). When another run holds it, nothing changes
-    and the result has C(acquired=false) and C(holder). With O(steal_from) it replaces a holder whose
-    run id is O(steal_from) (one the caller found dead), and only that holder.
+    and the result has C(acquired=false), C(holder) and C(holder_age_s) (seconds since the holder last
+    renewed its lease, on this host's clock). With O(steal_from) it replaces a holder whose run id is
+    O(steal_from) (one the caller found dead), and only that holder.
   - C(released) removes O(path) when O(owner) holds it; another run's lock is left alone.
+  - C(renewed) touches the mtime of O(path) when O(owner) holds it, the lease a server's supervisor
+    watches (see specsweep_server), for a step that calls no other module of the run on this host for
+    longer than the lease. The result has C(renewed), false when the lock is gone or another run's.
 options:
-  state: {type: str, choices: [acquired, released], required: true, description: What to do.}
+  state: {type: str, choices: [acquired, released, renewed], required: true, description: What to do.}
   path: {type: path, required: true, description: Lock file on the host.}
   owner:
     type: dict
@@ -28,8 +32,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specsweep_proc import write_json_atomic
+from ansible.module_utils.specsweep_supervisor import renew_lease
 
-STATES = ["acquired", "released"]
+STATES = ["acquired", "released", "renewed"]
 
 
 def read(path: str) -> dict | None:
@@ -63,7 +68,11 @@ def acquire(module: AnsibleModule, path: str, owner: dict, steal_from: str | Non
             with os.fdopen(fd, "w", encoding="utf-8") as f:
                 json.dump(record, f)
             module.exit_json(changed=True, acquired=True)
-    module.exit_json(changed=False, acquired=False, holder=holder)
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        age = None
+    module.exit_json(changed=False, acquired=False, holder=holder, holder_age_s=age)
 
 
 def main() -> None:
@@ -79,6 +88,9 @@ def main() -> None:
     p = module.params
     if p["state"] == "acquired":
         acquire(module, p["path"], p["owner"], p["steal_from"])
+    if p["state"] == "renewed":
+        renewed = not module.check_mode and renew_lease(p["path"], p["owner"].get("run_id"))
+        module.exit_json(changed=False, renewed=renewed)
     holder = read(p["path"])
     mine = holder is not None and holder.get("run_id") == p["owner"].get("run_id")
     if mine and not module.check_mode:

@@ -70,6 +70,18 @@ def test_llama_missing_model_is_model_not_found_with_the_servers_own_line() -> N
     )
 
 
+def test_llama_model_of_an_unknown_architecture_is_unsupported_not_missing() -> None:
+    """The file is there and whole (its GGUF header names architecture 'gemmaX'): not model_not_found."""
+    cause, evidence = logs.classify_failure(fixture_lines("llama_server_unknown_architecture.log"))
+    assert cause == "model_unsupported"
+    assert evidence.endswith("error loading model: unknown model architecture: 'gemmaX'"), evidence
+
+
+def test_sglang_model_of_an_unsupported_architecture_is_unsupported() -> None:
+    line = "ValueError: Model architectures ['FooForCausalLM'] are not supported for now."
+    assert logs.classify_failure(["Traceback (most recent call last):", line]) == ("model_unsupported", line)
+
+
 def test_llama_port_conflict_is_port_bind() -> None:
     cause, evidence = logs.classify_failure(fixture_lines("llama_server_port_in_use.log"))
     assert cause == "port_bind"

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +123,127 @@ def test_wait_until_returns_the_predicates_verdict() -> None:
     assert proc.wait_until(third_time, timeout_s=10, interval_s=0.001) is True
     assert len(calls) == 3
     assert proc.wait_until(lambda: False, timeout_s=0.0) is False
+
+
+# --- process groups: proc_stat, group_members, stop_group --------------------------------------
+
+# Stand-ins started in their own session (like the supervisor and the job wrapper): a process that
+# writes "ready" once its SIGTERM handler is set (or ignored), then waits. "term": exit 7 on SIGTERM.
+# "deaf": ignore SIGTERM. "parent": start a deaf child in the same group, print its pid, exit 0.
+STAND_IN = r"""
+import os, signal, subprocess, sys, time
+mode = sys.argv[1]
+if mode == "parent":
+    child = subprocess.Popen([sys.executable, "-c", sys.argv[2], "deaf"])
+    print(child.pid, flush=True)
+    sys.exit(0)
+if mode == "term":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))
+else:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print("ready", flush=True)
+while True:
+    time.sleep(60)
+"""
+
+
+def group_leader(mode: str) -> subprocess.Popen:
+    """STAND_IN in `mode`, leading a new session (and process group); returns once it is ready."""
+    child = subprocess.Popen([sys.executable, "-c", STAND_IN, mode, STAND_IN], stdout=subprocess.PIPE,
+                             text=True, start_new_session=True)  # fmt: skip
+    assert child.stdout is not None
+    first = child.stdout.readline().strip()
+    assert first, "the stand-in printed nothing"
+    child.first_line = first  # type: ignore[attr-defined]
+    return child
+
+
+def record_of(child: subprocess.Popen) -> dict:
+    return {"pid": child.pid, "start_ticks": proc.proc_start_ticks(child.pid)}
+
+
+@pytest.fixture
+def reaped() -> Iterator[list[subprocess.Popen]]:
+    """Stand-ins the test starts: their groups killed (whatever a failed test left) and reaped."""
+    children: list[subprocess.Popen] = []
+    yield children
+    for child in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
+
+
+def test_proc_stat_reads_state_group_parent_and_times(reaped: list[subprocess.Popen]) -> None:
+    child = group_leader("term")
+    reaped.append(child)
+    stat = proc.proc_stat(child.pid)
+    assert stat is not None
+    assert (stat["pid"], stat["pgrp"], stat["ppid"]) == (child.pid, child.pid, os.getpid())
+    assert stat["state"] in ("S", "R"), stat
+    assert stat["start_ticks"] == proc.proc_start_ticks(child.pid)
+    fields = Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    assert stat["cpu_ticks"] >= int(fields[11]) + int(fields[12]) - 1  # it may have run since
+    assert [m["pid"] for m in proc.group_members(child.pid)] == [child.pid]
+    os.kill(child.pid, signal.SIGSTOP)
+    assert proc.wait_until(lambda: proc.proc_stat(child.pid)["state"] == "T", timeout_s=10)
+    os.kill(child.pid, signal.SIGCONT)
+
+
+def test_stop_group_sigterm_reaches_a_running_group(reaped: list[subprocess.Popen]) -> None:
+    child = group_leader("term")
+    reaped.append(child)
+    assert proc.stop_group(record_of(child), term_grace_s=30) is True
+    # Its SIGTERM handler ran (exit 7): it was asked, not killed.
+    assert child.wait(timeout=10) == 7
+
+
+def test_stop_group_kills_a_stopped_process_without_waiting_the_grace(reaped: list[subprocess.Popen]) -> None:
+    child = group_leader("term")
+    reaped.append(child)
+    os.kill(child.pid, signal.SIGSTOP)
+    assert proc.wait_until(lambda: proc.proc_stat(child.pid)["state"] == "T", timeout_s=10)
+    started = time.monotonic()
+    assert proc.stop_group(record_of(child), term_grace_s=60) is True
+    assert time.monotonic() - started < 15, "a stopped process must not wait out the grace"
+    assert child.wait(timeout=10) == -signal.SIGKILL
+
+
+def test_stop_group_kills_the_children_of_a_zombie_leader(reaped: list[subprocess.Popen]) -> None:
+    leader = group_leader("parent")
+    reaped.append(leader)
+    orphan = int(leader.first_line)  # type: ignore[attr-defined]
+    record = {"pid": leader.pid, "start_ticks": proc.proc_stat(leader.pid)["start_ticks"]}
+    # The leader exits and is not reaped (a zombie); its child, deaf to SIGTERM, runs on in the group.
+    assert proc.wait_until(lambda: proc.proc_stat(leader.pid)["state"] == "Z", timeout_s=10)
+    assert [m["pid"] for m in proc.group_members(leader.pid)] == [orphan]
+    assert proc.group_alive(record) is True
+    assert proc.record_alive(record) is False  # the leader alone says nothing of its group
+    started = time.monotonic()
+    assert proc.stop_group(record, term_grace_s=60) is True
+    assert time.monotonic() - started < 15
+    assert proc.proc_start_ticks(orphan) is None
+
+
+def test_a_server_of_a_reaped_supervisor_is_still_found_by_its_own_record(
+    reaped: list[subprocess.Popen],
+) -> None:
+    leader = group_leader("parent")
+    reaped.append(leader)
+    orphan = int(leader.first_line)  # type: ignore[attr-defined]
+    leader_ticks = proc.proc_stat(leader.pid)["start_ticks"]
+    leader.wait(timeout=10)  # reaped: its pid proves nothing any more
+    record = {"pid": leader.pid, "start_ticks": leader_ticks,
+              "server_pid": orphan, "server_start_ticks": proc.proc_start_ticks(orphan)}  # fmt: skip
+    assert proc.group_alive(record) is True
+    assert proc.group_alive({**record, "server_start_ticks": record["server_start_ticks"] - 1}) is False
+    assert proc.stop_group(record, term_grace_s=60) is True
+    assert proc.proc_start_ticks(orphan) is None
+
+
+def test_stop_group_leaves_a_group_with_another_start_time_alone(reaped: list[subprocess.Popen]) -> None:
+    child = group_leader("term")
+    reaped.append(child)
+    stale = {"pid": child.pid, "start_ticks": proc.proc_start_ticks(child.pid) - 1}
+    assert proc.group_alive(stale) is False
+    assert proc.stop_group(stale, term_grace_s=1) is True
+    assert child.poll() is None, "a process that is not the recorded one was signalled"
