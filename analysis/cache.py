@@ -34,7 +34,8 @@ import pandas as pd
 ENV = "SPECSWEEP_ANALYSIS_CACHE"
 KEEP_DAYS = 30
 PLOTS = "plots"  # the subfolder of drawn plots
-_CODE = ("facts/rows.py", "facts/jsonl.py", "facts/schema.py", "facts/load.py", "cache.py")
+# The config module too: its fields are the rows' config columns.
+_CODE = ("facts/rows.py", "facts/jsonl.py", "facts/schema.py", "facts/load.py", "sweep/config.py", "cache.py")
 Stamp = tuple[int, int]
 
 

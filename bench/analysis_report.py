@@ -1,6 +1,6 @@
 """Time `python -m analysis report --out` over 10,000 synthetic fact files and print a table.
 
-Not a test: numbers, not verdicts. The facts are built from the schema's dataclasses with the
+Not a test: numbers, not verdicts. The facts are built from the schema's structs with the
 suite's default benchmark settings (3 repeats x 4 prompts x 96 tokens, like a real fact of about
 25 KB), one fleet sweep of 50 hosts x 200 configs (steps x top-k x draft tokens x 2 NCCL
 profiles). Rows: the full CLI (fresh interpreter, imports included) cold (`--no-cache`: every file
@@ -13,8 +13,9 @@ rows changed), plus a phase breakdown of one warm report in-process. Target (iss
 
 Two floor rows say what no Python reader of these files can beat on this machine: a fresh
 interpreter importing pandas (what any report starts with), and reading plus JSON-decoding every
-file (orjson, on as many processes as the report's loader uses) with nothing checked, no row
-built, no table and no plot. A cold report is above their sum by what it does with the numbers.
+file (msgspec into plain dicts, on as many processes as the report's loader uses) with nothing
+checked, no row built, no table and no plot. A cold report is above their sum by what it does
+with the numbers.
 
     .venv/bin/python bench/analysis_report.py [--files 10000] [--runs 5]
 """
@@ -34,14 +35,14 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import orjson
+import msgspec
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from analysis.facts.schema import (  # noqa: E402 - after the path set-up, as a script
+    SCHEMA_VERSION,
     BenchmarkSettings,
-    Config,
     Engine,
     Fact,
     HostFacts,
@@ -53,6 +54,7 @@ from analysis.facts.schema import (  # noqa: E402 - after the path set-up, as a 
     load_fact,
     to_dict,
 )
+from analysis.sweep.config import Config, make  # noqa: E402
 
 TEXT = "    for part in line.strip().split(';'):\n        key, _, value = part.partition('=')\n" * 3
 
@@ -63,27 +65,28 @@ def grid(n: int) -> list[Config]:
     points = [(s, k, d) for s in range(1, 17) for k, d in options if k == 1 or d <= s * k + 1]
     out = []
     for profile in ("default", "nccl_ll_ring"):
-        suffix = "" if profile == "default" else f"+{profile}"
-        out.append(Config(id=f"baseline{suffix}", speculative=False, env_profile=profile))
-        for s, k, d in points[: n // 2 - 1]:
-            d = d or s + 1
-            cid = f"s{s}-k{k}-d{d}{suffix}"
-            out.append(Config(cid, True, "EAGLE3", s, k, d, profile))
+        out.append(make(env_profile=profile))
+        out += [make(s, k, d or s + 1, "EAGLE3", profile) for s, k, d in points[: n // 2 - 1]]
     return out[:n]
 
 
 def template(repeats: int, prompts: int, tokens: int) -> Fact:
     """One schema-valid fact with the suite's default benchmark shape."""
-    req = RequestResult("p", tokens, 0.21, 1.3, 90.0, [0.0111] * (tokens - 1), TEXT)
-    runs = [Run(r, 1, 12.0, [req] * prompts, SpecStats(300, 250, 120, 2.5, 0.83)) for r in range(repeats)]
+    itl = [0.0111] * (tokens - 1)
+    req = RequestResult(prompt_id="p", output_tokens=tokens, ttft_s=0.21, e2e_s=1.3, decode_tps=90.0,
+                        itl_s=itl, text=TEXT)  # fmt: skip
+    spec = SpecStats(drafted=300, accepted=250, verify_steps=120, accept_length=2.5, accept_rate=0.83)
+    runs = [Run(repeat=r, concurrency=1, duration_s=12.0, requests=[req] * prompts, spec=spec)
+            for r in range(repeats)]  # fmt: skip
+    settings = BenchmarkSettings(client="specsweep-bench/1", prompt_set="code.jsonl", prompt_sha256="0" * 64,
+                                 max_tokens=tokens, warmup=1, repeats=repeats, concurrency=[1])  # fmt: skip
     return Fact(
-        sweep_id="fleet", host="h", config=Config("baseline", False),
-        engine=Engine("sglang", "/data/models/Kimi-K2.5-int4", "nohup", "0.5.23"),
-        launch=Launch(["python", "-m", "sglang.launch_server"], {"NCCL_PROTO": "LL"}),
-        host_facts=HostFacts("h", "AMD EPYC", 128, 1 << 20), timings=Timings(1e9, 1e9 + 900),
-        status="ok", runs=runs,
-        benchmark=BenchmarkSettings("specsweep-bench/1", "code.jsonl", "0" * 64, tokens, 1, repeats, [1]),
-        server_info={"step_time_dict": {"1": [0.0217] * 50}},
+        sweep_id="fleet", host="h", config=make(),
+        engine=Engine(name="sglang", model="/data/models/Kimi-K2.5-int4", launcher="nohup", version="0.5.23"),
+        launch=Launch(argv=["python", "-m", "sglang.launch_server"], env={"NCCL_PROTO": "LL"}),
+        host_facts=HostFacts(hostname="h", cpu_model="AMD EPYC", cpu_count=128, mem_total_mib=1 << 20),
+        timings=Timings(started_at=1e9, finished_at=1e9 + 900), status="ok", runs=runs, benchmark=settings,
+        server_info={"step_time_dict": {"1": [0.0217] * 50}}, schema_version=SCHEMA_VERSION,
     )  # fmt: skip
 
 
@@ -105,7 +108,7 @@ def generate(
                 return root / sweep
             doc = copy.deepcopy(base)
             doc["sweep_id"], doc["host"], doc["host_facts"]["hostname"] = sweep, host, host
-            doc["config"] = to_dict_config(cfg)
+            doc["config"] = to_dict(cfg)
             gain = (
                 1.0
                 + (0.02 * (cfg.steps or 0) - 0.004 * (cfg.steps or 0) ** 2) * (1.0 / (cfg.topk or 1)) ** 0.3
@@ -121,14 +124,6 @@ def generate(
             path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
             written += 1
     return root / sweep
-
-
-def to_dict_config(cfg: Config) -> dict[str, object]:
-    """A Config as its JSON object."""
-    return {
-        k: getattr(cfg, k)
-        for k in ("id", "speculative", "algorithm", "steps", "topk", "draft_tokens", "env_profile")
-    }
 
 
 def cli_seconds(sweeps: list[Path], out: Path, env: dict[str, str], *extra: str) -> float:
@@ -150,7 +145,7 @@ def _decode(paths: list[str]) -> int:
     """Read and JSON-decode each file, keeping nothing (a floor process)."""
     for path in paths:
         with open(path, "rb") as f:
-            orjson.loads(f.read())
+            msgspec.json.decode(f.read())
     return len(paths)
 
 

@@ -7,8 +7,9 @@ optionally followed by the tool's name:
     e.g. kimi-nightly/gpu-node-1/s2-k1-d3+nccl_ll.bench_serving.jsonl
 
 `<config_id>` is the sweep's own naming (`baseline`, `s<steps>`, `s<steps>-k<topk>-d<draft>`, each
-optionally `+<env_profile>`). `--jsonl-sweep/--jsonl-host/--jsonl-config/--jsonl-model` override
-the path for files kept elsewhere. Without the tool's name, each line's fields tell which it is.
+optionally `+<env_profile>`), read back by analysis.sweep.config.parse_id.
+`--jsonl-sweep/--jsonl-host/--jsonl-config/--jsonl-model` override the path for files kept
+elsewhere. Without the tool's name, each line's fields tell which it is.
 Each line is one repeat (numbered in file order per concurrency); a bad line is reported with its
 line number and skipped, the good lines are kept.
 
@@ -23,17 +24,14 @@ Mapping onto the fact columns (so the tables compare like with like):
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.facts.rows import Row
+from analysis.sweep.config import parse_id
 
 KINDS = ("bench_serving", "bench_one_batch_server")
-CONFIG_ID = re.compile(
-    r"(?:baseline|s(?P<steps>\d+)(?:-k(?P<topk>\d+)-d(?P<draft>\d+))?)(?:\+(?P<profile>[\w.-]+))?"
-)
 
 
 @dataclass(frozen=True)
@@ -60,22 +58,11 @@ def _ms(line: dict[str, Any], key: str) -> float | None:
 
 def config_columns(config_id: str) -> Row:
     """Config columns parsed from a sweep config id; ValueError when it is not one."""
-    m = CONFIG_ID.fullmatch(config_id)
-    if not m:
-        raise ValueError(
-            f"config id {config_id!r} is not baseline, s<steps> or s<steps>-k<topk>-d<draft> "
-            "(optionally +<env_profile>); name the file so or pass --jsonl-config"
-        )
-    number = {k: int(v) if v else None for k, v in m.groupdict().items() if k != "profile"}
-    return {
-        "config_id": config_id,
-        "speculative": number["steps"] is not None,
-        "algorithm": None,
-        "steps": number["steps"],
-        "topk": number["topk"],
-        "draft_tokens": number["draft"],
-        "env_profile": m["profile"] or "default",
-    }
+    try:
+        fields = parse_id(config_id)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; name the file so or pass --jsonl-config") from exc
+    return {"config_id": fields.pop("id"), **fields}
 
 
 def kind_of(path: Path, line: dict[str, Any]) -> str | None:

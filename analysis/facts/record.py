@@ -7,15 +7,12 @@ malformed fact fails here, loudly, not in next week's report), redacts secrets a
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
-import shlex
 from pathlib import Path
 from typing import Any
 
 from analysis.facts.schema import (
-    REDACTED,
     SCHEMA_VERSION,
     Fact,
     Failure,
@@ -39,8 +36,10 @@ def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
     result = raw.get("result") or {}
     phase = str(raw.get("phase") or "sweep")
     cause = result.get("cause") or (bench or {}).get("error_cause") or f"{phase}_failed"
-    # The client's own error says more than the command module's "non-zero return code".
-    message = str((bench or {}).get("error") or result.get("msg") or "failed")
+    # The client's own error says more than the job's "non-zero return code", but not more than the
+    # server's death it saw as refused connections ("server exited (signal 9: SIGKILL) ...").
+    client = None if result.get("cause") == "server_exited" else (bench or {}).get("error")
+    message = str(client or result.get("msg") or "failed")
     tail = result.get("log_tail") or raw.get("log_tail") or []
     return Failure(phase=phase, cause=str(cause), message=message.strip(), log_tail=[str(x) for x in tail])
 
@@ -82,40 +81,9 @@ def build_fact(payload: dict[str, Any]) -> Fact:
         "runs": (bench or {}).get("runs") or [],
         "server_info": (bench or {}).get("server_info") or {},
         "suite": payload.get("suite") or {},
-        "failure": failure and dataclasses.asdict(failure),
+        "failure": failure and to_dict(failure),
     }
     return from_dict(Fact, doc)
-
-
-def build_plan(payload: dict[str, Any]) -> dict[str, Any]:
-    """plan.json: every host's exact argv/env per config (secrets redacted), and its problems."""
-    hosts = {}
-    for host, plan in payload["hosts"].items():
-        entries = [
-            {"config": e["config"], "argv": redact_argv(e["argv"]), "env": redact_env(e["env"])}
-            for e in plan.get("entries", [])
-        ]
-        hosts[host] = {**plan, "entries": entries, "warnings": plan.get("problems", [])}
-        hosts[host].pop("problems", None)
-        if "server" in plan:
-            hosts[host]["server"] = {
-                k: (REDACTED if k == "api_key" and v else v) for k, v in plan["server"].items()
-            }
-    return {"schema_version": SCHEMA_VERSION, "sweep_id": payload["sweep_id"], "configs": payload["configs"],
-            "grid_warnings": payload.get("warnings", []), "hosts": hosts}  # fmt: skip
-
-
-def describe_plan(plan: dict[str, Any]) -> str:
-    """The plan as an operator reads it: one command line per host and config."""
-    lines = [f"sweep {plan['sweep_id']}: {len(plan['configs'])} config(s)"]
-    lines += [f"  grid: {w}" for w in plan["grid_warnings"]]
-    for host, hp in plan["hosts"].items():
-        lines.append(f"{host} ({hp.get('engine', '?')}):")
-        lines += [f"  WARNING: {w}" for w in hp["warnings"]]
-        for entry in hp["entries"]:
-            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(entry["env"].items()))
-            lines.append(f"  {entry['config']['id']}: {env + ' ' if env else ''}{shlex.join(entry['argv'])}")
-    return "\n".join(lines)
 
 
 def write_fact(payload: dict[str, Any], out: Path) -> Fact:
@@ -123,14 +91,3 @@ def write_fact(payload: dict[str, Any], out: Path) -> Fact:
     fact = build_fact(payload)
     write_json_atomic(out, to_dict(fact))
     return fact
-
-
-def write_plan(payload: dict[str, Any], out: Path) -> str:
-    """Write sweep.json, the run's claims folder and plan.json; return the plan as people read it."""
-    plan = build_plan(payload)
-    # What the sweep was asked to do, next to the plan: `-e resume=ID` and people read it.
-    write_json_atomic(out.parent / "sweep.json", payload["sweep"])
-    # Shard claims and search probes are atomic mkdirs under this run's folder.
-    (out.parent / ".claims" / payload["sweep"]["run_id"]).mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out, plan)
-    return f"{describe_plan(plan)}\nplan written to {out}"

@@ -13,12 +13,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from analysis.facts.schema import Fact, Run
+from analysis.sweep.config import COLUMNS
 
 Row = dict[str, Any]
 
 
 def quantiles(values: Iterable[float], *qs: float) -> list[float | None]:
     """Linearly interpolated quantiles (numpy's default method) of one sort; None for no values."""
+    # Not statistics.quantiles(method="inclusive"), which cuts at the same points: it computes all
+    # 99 percentiles to give two, and needs two values on Python 3.11; parsing facts took 2.5x as long.
     ordered = sorted(values)
     if not ordered:
         return [None] * len(qs)
@@ -47,7 +50,7 @@ def step_time_ms(server_info: dict[str, Any], concurrency: int) -> float | None:
 
 def _meta(path: str, fact: Fact) -> Row:
     """Columns every row of this fact shares."""
-    c = fact.config
+    config = fact.config
     return {
         "path": path,
         "source": "specsweep",
@@ -56,13 +59,8 @@ def _meta(path: str, fact: Fact) -> Row:
         "engine": fact.engine.name,
         "engine_version": fact.engine.version,
         "model": fact.engine.model,
-        "config_id": c.id,
-        "speculative": c.speculative,
-        "algorithm": c.algorithm,
-        "steps": c.steps,
-        "topk": c.topk,
-        "draft_tokens": c.draft_tokens,
-        "env_profile": c.env_profile,
+        "config_id": config.id,
+        **{name: getattr(config, name) for name in COLUMNS},
         "status": fact.status,
         "started_at": fact.timings.started_at,
     }

@@ -1,110 +1,94 @@
-"""A self-contained HTML report: inline CSS, plots as base64 PNG data URIs, no external URL."""
+"""A self-contained HTML report: inline CSS, plots as base64 PNG data URIs, no external URL.
+
+The markup is in templates/ (jinja2, autoescaping every value); this module hands them the report's
+tables and plots. Table cells are the one exception: escaped here, a column at a time (see
+templates/tables.html.j2 for why).
+"""
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
+from dataclasses import dataclass
 from html import escape
 
+import jinja2
 import numpy as np
+from markupsafe import Markup
 
 from analysis.report.plotfile import Plot
 from analysis.report.render import LEGEND, Block, Tables, escape_all
 
-CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
-h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; } h3 { font-size: 1em; }
-table { border-collapse: collapse; margin: 0.4em 0 1.2em; }
-th, td { padding: 2px 8px; border-bottom: 1px solid #ddd; white-space: nowrap; }
-th { background: #f3f3f3; text-align: left; }
-td.r { text-align: right; font-variant-numeric: tabular-nums; }
-tr.best td { background: #e6f4e6; font-weight: 600; }
-tr.tie td { background: #f2f8f2; }
-tr.failed td { color: #a33; }
-td.noisy { background: #fff3cd; }
-.muted { color: #666; } ul.legend { color: #444; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-"""
+ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("analysis.report"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+ENV.filters["base64"] = lambda data: base64.b64encode(data).decode("ascii")
 
 
-def _table(
-    block: Block, row_classes: list[str] | None = None, noisy: dict[str, list[bool]] | None = None
-) -> str:
-    """A block's table as HTML, every cell escaped; `noisy` marks cells per column header."""
-    columns = []
-    for name, values, r in zip(block.headers, block.columns, block.right, strict=True):
-        plain = "<td class=r>" if r else "<td>"
-        marked = f'<td class="{"r " if r else ""}noisy">'
-        flags = (noisy or {}).get(name) or [False] * len(values)
-        escaped = zip(flags, escape_all(values, escape), strict=True)
-        columns.append([(marked if f else plain) + v + "</td>" for f, v in escaped])
-    classes = row_classes or [""] * len(block.columns[0])
-    rows = (
-        (f"<tr class={c}>" if c else "<tr>") + "".join(cells) + "</tr>"
-        for c, cells in zip(classes, zip(*columns, strict=True), strict=True)
-    )
-    head = "".join(f"<th>{escape(c)}</th>" for c in block.headers)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+@dataclass(frozen=True)
+class Table:
+    """A block as the templates lay it out: a class per column and per row, the cells escaped."""
+
+    title: str
+    note: str
+    headers: list[str]
+    classes: list[str]  # per column: `r` right-aligned, `cv` the cell a noisy row marks
+    kinds: list[str]  # per row: best, tie, failed and/or noisy, or nothing
+    columns: list[list[str]]
+
+    def rows(self) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """Each row's class and cells, made as the template reaches them.
+
+        Not kept as a list: 10,000 rows of tuples made the garbage collector walk the whole report
+        (up to 40 ms), where each tuple freed as soon as it is laid out costs nothing.
+        """
+        return zip(self.kinds, zip(*self.columns, strict=True), strict=True)
 
 
-def _step_tables(tables: Tables) -> list[str]:
-    """One HTML table per comparison group, best and tied rows highlighted, noisy CV marked."""
+def _table(block: Block, kinds: list[str] | None = None) -> Table:
+    """A block with its cells escaped, its columns classed, and each row's class (`kinds`)."""
+    columns = zip(block.headers, block.right, strict=True)
+    classes = [" ".join(["r"] * right + ["cv"] * (header == "CV")) for header, right in columns]
+    cells = [escape_all(values, escape) for values in block.columns]
+    return Table(block.title, block.note, block.headers, classes, kinds or [""] * len(cells[0]), cells)
+
+
+def _step_tables(tables: Tables) -> list[Table]:
+    """One table per comparison group: best, tied, failed and noisy rows marked."""
     step = tables.step
     best = step["best"].astype(bool).to_numpy()
     failed = step["failures"].gt(0).to_numpy()
     tie = step["tie_best"].fillna(False).astype(bool).to_numpy()
     noisy = step["noisy"].astype(bool).to_numpy()
     kind = np.where(best, "best", np.where(failed, "failed", np.where(tie, "tie", "")))
-    return [
-        f"<h3>{escape(b.title)}</h3>" + _table(b, kind[b.rows].tolist(), {"CV": noisy[b.rows].tolist()})
-        for b in tables.blocks.step
-        if b.rows is not None
+    kind = np.char.strip(np.char.add(kind, np.where(noisy, " noisy", "")))
+    return [_table(b, kind[b.rows].tolist()) for b in tables.blocks.step if b.rows is not None]
+
+
+def sections(tables: Tables) -> Markup:
+    """The tables' part of the page: step tables and legend, then the other views (profiles, hosts, ...)."""
+    views = [
+        ("Env profiles", [_table(b) for b in tables.blocks.profiles]),
+        ("Cross-host", [_table(b) for b in tables.blocks.cross]),
+        ("SLA, goodput and adaptive", [_table(b) for b in tables.extra]),
     ]
+    legend = [line.format(cv=tables.noisy_cv * 100) for line in LEGEND]
+    template = ENV.get_template("tables.html.j2")
+    return Markup(template.render(step=_step_tables(tables), legend=legend, views=views))
 
 
-def _blocks(blocks: list[Block]) -> list[str]:
-    """Blocks other than the step tables: title, the line under it, the table."""
-    return [f"<h3>{escape(b.title)}</h3><p>{escape(b.note)}</p>" + _table(b) for b in blocks]
-
-
-def sections(tables: Tables) -> list[str]:
-    """The tables' part of the page: step tables and legend, env profiles, cross-host."""
-    parts = ["<h2>Configs vs baseline</h2>", *_step_tables(tables)]
-    legend = "".join(f"<li>{escape(line.format(cv=tables.noisy_cv * 100))}</li>" for line in LEGEND)
-    parts.append(f"<ul class='legend'>{legend}</ul>")
-    for heading, blocks in [("Env profiles", tables.blocks.profiles), ("Cross-host", tables.blocks.cross)]:
-        if blocks:
-            parts.append(f"<h2>{heading}</h2>")
-        parts += _blocks(blocks)
-    return parts
-
-
-def page(tables_part: list[str], plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:
+def page(tables_part: Markup, plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:
     """The whole report as one HTML document that opens offline, around the `sections` of its tables.
 
     Apart from `render_html` so that the tables can be laid out while the plots are still drawn.
     """
-    parts = [
-        f"<h1>specsweep report</h1><p class='muted'>{escape(note)}</p>"
-        if note
-        else "<h1>specsweep report</h1>"
-    ]
-    if problems:
-        items = "".join(f"<li>{escape(p)}</li>" for p in problems)
-        parts.append(f"<h2>Skipped files ({len(problems)})</h2><ul>{items}</ul>")
-    parts += tables_part
-    if plots:
-        parts.append("<h2>Plots</h2>")
-    for p in plots:
-        data = base64.b64encode(p.png).decode("ascii")
-        parts.append(
-            f"<figure><img alt='{escape(p.caption)}' src='data:image/png;base64,{data}'><figcaption>"
-            f"{escape(p.caption)} <span class='muted'>({escape(p.name)})</span></figcaption></figure>"
-        )
-    body = "\n".join(parts)
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>specsweep report</title><style>{CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
-    )
+    template = ENV.get_template("report.html.j2")
+    return template.render(tables=tables_part, plots=plots, problems=problems or [], note=note)
 
 
 def render_html(tables: Tables, plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:

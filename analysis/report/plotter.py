@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,6 +55,8 @@ class Plotter:
         self._asked: tuple[pd.DataFrame, pd.DataFrame, Path | None] | None = None
         self._result: Result | None = None
         self._conn: Connection | None = None
+        self._sending: threading.Thread | None = None
+        self._send_error: Exception | None = None
         if not forks.available():
             return
         context = forks.context()
@@ -68,11 +71,28 @@ class Plotter:
 
     def submit(self, step: pd.DataFrame, speed: pd.DataFrame, cache_dir: Path | None = None) -> None:
         """Start drawing the plots of a step table and its host speeds (`cache_dir`: see make_plots)."""
-        if self._conn is None:
-            self._asked = (step, speed, cache_dir)
-        else:
-            with contextlib.suppress(BrokenPipeError):  # the helper is gone: `result` says so
-                self._conn.send((step, speed, cache_dir))
+        self._asked = (step, speed, cache_dir)
+        if self._conn is not None:
+            # From a thread: the helper reads the tables once matplotlib is imported, and until then
+            # a send larger than the pipe holds (a 10,000-config table) would keep this process
+            # from laying out the text and HTML tables meanwhile.
+            self._sending = threading.Thread(target=self._send, name="specsweep-plots-send")
+            self._sending.start()
+
+    def _send(self) -> None:
+        """Hand the submitted tables to the helper (in the sending thread; `_sent` raises its error)."""
+        assert self._conn is not None
+        try:
+            self._conn.send(self._asked)
+        except BrokenPipeError:  # the helper is gone: `result` says so
+            pass
+        except Exception as exc:  # e.g. a table that does not pickle: the helper would wait forever
+            self._send_error = exc
+
+    def _sent(self) -> None:
+        """Wait until the tables are with the helper (or it is gone): the pipe is used one way at a time."""
+        if self._sending is not None:
+            self._sending.join()
 
     def result(self) -> Result:
         """The plots asked for by `submit`, as `make_plots` returns them (waits for them once)."""
@@ -87,6 +107,9 @@ class Plotter:
 
             assert self._asked is not None, "submit before result"
             return make_plots(*self._asked)
+        self._sent()
+        if self._send_error is not None:
+            raise RuntimeError("the tables could not be handed to the plot helper") from self._send_error
         try:
             answer: Result | str = self._conn.recv()
         except EOFError:
@@ -105,5 +128,6 @@ class Plotter:
         if self._conn is not None:
             # A helper still waiting for tables sees the end and exits; one drawing them finds
             # nobody to send them to when it is done. Not killed: its own workers would be left.
+            self._sent()
             self._conn.close()
             self._process.join()

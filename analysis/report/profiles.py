@@ -11,9 +11,10 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.report.compare import GROUP
+from analysis.sweep import config
 
 # What makes two configs the same grid point under different profiles.
-POINT = ["speculative", "algorithm", "steps", "topk", "draft_tokens"]
+POINT = config.POINT
 METRICS = ["decode_tps", "step_ms"]
 
 

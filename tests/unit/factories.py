@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.facts.schema import (
+    SCHEMA_VERSION,
     BenchmarkSettings,
-    Config,
     Engine,
     Fact,
     Failure,
@@ -20,34 +20,17 @@ from analysis.facts.schema import (
     Timings,
     to_dict,
 )
+from analysis.sweep.config import Config, make
 
 
 def config(steps: int | None = None, env_profile: str = "default") -> Config:
-    """A baseline (steps None) or an EAGLE-3 config drafting steps + 1 tokens."""
-    suffix = "" if env_profile == "default" else f"+{env_profile}"
-    if steps is None:
-        return Config(id=f"baseline{suffix}", speculative=False, env_profile=env_profile)
-    return Config(
-        id=f"s{steps}{suffix}",
-        speculative=True,
-        algorithm="EAGLE3",
-        steps=steps,
-        topk=1,
-        draft_tokens=steps + 1,
-        env_profile=env_profile,
-    )
+    """A baseline (steps None) or an EAGLE-3 config of that many steps, no tree (its id: s<steps>)."""
+    return make(steps, algorithm="EAGLE3", env_profile=env_profile)
 
 
 def grid_config(steps: int, topk: int, draft_tokens: int) -> Config:
     """An EAGLE-3 grid point named as the sweep names it (s<steps>-k<topk>-d<draft>)."""
-    return Config(
-        id=f"s{steps}-k{topk}-d{draft_tokens}",
-        speculative=True,
-        algorithm="EAGLE3",
-        steps=steps,
-        topk=topk,
-        draft_tokens=draft_tokens,
-    )
+    return make(steps, topk, draft_tokens, "EAGLE3")
 
 
 def run(
@@ -74,8 +57,11 @@ def run(
         for i, t in enumerate(tps)
     ]
     if error:
+        # What a dropped stream leaves.
         requests.append(
-            RequestResult("p-err", 0, 0.0, 0.0, None, error=error)  # what a dropped stream leaves
+            RequestResult(
+                prompt_id="p-err", output_tokens=0, ttft_s=0.0, e2e_s=0.0, decode_tps=None, error=error
+            )
         )
     spec = SpecStats(accept_length=accept_length)
     return Run(
@@ -108,10 +94,19 @@ def fact(
         host_facts=HostFacts(hostname=host),
         timings=Timings(started_at=started_at, finished_at=started_at + 1.0),
         status="failed" if failure else "ok",
-        benchmark=BenchmarkSettings("specsweep-bench/1", "seed", "0" * 64, 128, 1, 3, [1]),
+        benchmark=BenchmarkSettings(
+            client="specsweep-bench/1",
+            prompt_set="seed",
+            prompt_sha256="0" * 64,
+            max_tokens=128,
+            warmup=1,
+            repeats=3,
+            concurrency=[1],
+        ),
         runs=runs,
         failure=failure,
         server_info=server_info or {},
+        schema_version=SCHEMA_VERSION,
     )
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factories import config, fact, grid_config, run, write_sweep
+from factories import config, crash, fact, grid_config, run, write_sweep
 
 from analysis.cli import main
 from analysis.facts import load
 from analysis.facts.load import load_sweeps
+from analysis.facts.schema import Engine
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -58,16 +59,34 @@ def test_out_writes_plots_markdown_and_self_contained_html(
         width, height = png_size(p.read_bytes())
         assert width >= 400 and height >= 250, (p.name, width, height)
     html = (out / "report.html").read_text(encoding="utf-8")
-    embedded = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)'", html)
+    embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert sorted(base64.b64decode(e) for e in embedded) == sorted(p.read_bytes() for p in pngs)
     # Opens offline: nothing is fetched, from anywhere.
     assert not re.search(r"https?:|(src|href)\s*=\s*['\"](?!data:)|<script|<link|@import|url\(", html, re.I)
     assert "<style>" in html and "s3-k2-d7" in html and "gpu-b" in html
-    assert html.count("<tr class=best>") == 2, "one best row per host's table"
+    assert html.count('<tr class="best">') == 2, "one best row per host's table"
     md = (out / "report.md").read_text(encoding="utf-8")
     assert all(f"]({p.name})" in md for p in pngs), md
     assert sorted(p.name for p in out.iterdir() if p.suffix != ".png") == ["report.html", "report.md"]
     assert "wrote 6 files" in capsys.readouterr().err
+
+
+def test_html_escapes_what_the_facts_say_and_marks_noisy_rows(tmp_path: Path) -> None:
+    engine = Engine(name="sglang", model="m<b>&amp;</b>", launcher="nohup")
+    facts = [
+        fact(config(), [run([90.0], repeat=r) for r in range(3)], engine=engine),
+        fact(config(2), [run([t], repeat=r) for r, t in enumerate((80.0, 100.0, 120.0))], engine=engine),
+        fact(config(3), [], failure=crash("oom<script>alert(1)</script>"), engine=engine),
+    ]
+    out = tmp_path / "out"
+    assert main(["report", str(write_sweep(tmp_path, facts)), "--out", str(out)]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in html and "<b>" not in html
+    assert "1 oom&lt;script&gt;alert(1)&lt;/script&gt;</td>" in html, "a cell"
+    assert "m&lt;b&gt;&amp;amp;&lt;/b&gt;" in html, "a title"
+    noisy = re.findall(r'<tr class="([^"]*)"><td>[^<]*</td><td>s2</td>', html)
+    assert noisy == ["best noisy"], noisy
+    assert '<td class="r cv">20.0%!</td>' in html
 
 
 def test_heatmap_and_per_host_plots_need_a_grid_and_several_hosts(tmp_path: Path) -> None:

@@ -67,6 +67,17 @@ def test_a_failure_in_the_helper_is_raised_with_its_traceback(
         helper.result()
 
 
+def test_tables_that_cannot_reach_the_helper_fail_rather_than_wait(tmp_path: Path) -> None:
+    tables = small_tables(tmp_path)
+    unpicklable = tables.step.assign(note=[lambda: None] * len(tables.step))  # sent from a thread
+    with Plotter() as helper:
+        helper.submit(unpicklable, tables.speed)
+        with pytest.raises(RuntimeError, match="could not be handed to the plot helper"):
+            helper.result()
+        process = helper._process
+    assert not process.is_alive() and process.exitcode == 0
+
+
 def test_leaving_without_asking_ends_the_helper() -> None:
     with Plotter() as helper:
         process = helper._process

@@ -12,9 +12,9 @@ from factories import config, crash, fact, run, write_sweep
 
 from analysis.cli import main
 from analysis.facts.load import load_sweeps
-from analysis.facts.schema import Config
 from analysis.report.cli import build_tables
 from analysis.report.render import render
+from analysis.sweep.config import make
 
 
 def measured(steps: int | None, profile: str, tps: float, step_s: float | None = None, **kw: object):
@@ -136,7 +136,7 @@ def test_markdown_and_html_carry_the_profile_view(tmp_path: Path) -> None:
     assert main(["report", str(sweep), "--out", str(out)]) == 0
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<h2>Env profiles</h2>" in html
-    cells = "".join(f"<td class=r>{v}</td>" for v in ("84.0", "30.1", "94.0", "22.9"))
+    cells = "".join(f'<td class="r">{v}</td>' for v in ("84.0", "30.1", "94.0", "22.9"))
     assert f"<tr><td>s2</td>{cells}</tr>" in html
     assert "| s4 | 83.0 | 33.5 | 91.0 | 25.1 |" in (out / "report.md").read_text(encoding="utf-8")
 
@@ -150,9 +150,7 @@ def test_csv_keeps_the_long_form_the_view_pivots(tmp_path: Path) -> None:
 
 def test_grid_points_sharing_a_step_count_keep_rows_of_their_own(tmp_path: Path) -> None:
     def point(topk: int, draft: int, profile: str, tps: float):
-        suffix = "" if profile == "default" else f"+{profile}"
-        cfg = Config(f"s2-k{topk}-d{draft}{suffix}", True, "EAGLE3", 2, topk, draft, profile)
-        return fact(cfg, [run([tps], repeat=r) for r in range(2)])
+        return fact(make(2, topk, draft, "EAGLE3", profile), [run([tps], repeat=r) for r in range(2)])
 
     facts = [
         point(1, 3, "default", 90.0),

@@ -164,7 +164,7 @@ def test_secrets_are_redacted_and_written_nowhere(tmp_path: Path) -> None:
 def test_a_malformed_payload_fails_loudly() -> None:
     bad = copy.deepcopy(BENCH)
     bad["runs"][0]["duration_s"] = "twelve"
-    with pytest.raises(ValueError, match=r"runs\[0\]\.duration_s: expected a number"):
+    with pytest.raises(ValueError, match=r"runs\[0\]\.duration_s: expected `float`, got `str`"):
         record.build_fact(payload(benchmark_output=bad))
 
 
@@ -175,89 +175,47 @@ def test_a_malformed_payload_fails_loudly() -> None:
 BASELINE = {**CONFIG, "id": "baseline", "speculative": False, "steps": None}
 
 
-def plan_payload() -> dict[str, Any]:
-    """What playbooks/sweep.yml "Plan | Write plan.json" hands the action: one reached host, one not."""
-    return {
-        "sweep_id": "nightly",
-        "sweep": {"id": "nightly", "run_id": "20261130T020000000000Z", "settings": {"mode": "shard"}},
-        "configs": [BASELINE, CONFIG],
-        "warnings": ["skipped steps=1 topk=1 draft_tokens=5: draft_tokens 5 > steps*topk+1 = 2"],
-        "hosts": {
-            "gpu1": {
-                "engine": "llama_cpp",
-                "server": {"port": 8080},
-                "problems": ["only 1 GPU"],
-                "entries": [
-                    {
-                        "config": BASELINE,
-                        "argv": ["srv", "--api-key", "s3cr3t-flag", "-m", "a model"],
-                        "env": {"HF_TOKEN": "hf_s3cr3t", "NCCL_X": "a b"},
-                    },
-                    {
-                        "config": CONFIG,
-                        "argv": ["srv", "--api-key=s3cr3t-eq", "--spec-ngram-mod-n-max", "1"],
-                        "env": {},
-                    },
-                ],
-            },
-            "gpu2": {"problems": ["host not reached"]},
-        },
+def run_payload(**overrides: Any) -> dict[str, Any]:
+    """What a config's tasks registered, as playbooks/tasks/config.yml hands it to the record action."""
+    base = {
+        "sweep_id": "20261130T052259Z",
+        "host": "localhost",
+        "config": CONFIG,
+        "launch": {"argv": ARGV, "env": {}},
+        "server": {"engine": "llama_cpp", "version": "b0-unknown", "model": "/m.gguf"},
+        "preflight": {"host_facts": HOST_FACTS},
+        "handle": {"launcher": "nohup", "log": "/var/tmp/specsweep/20261130T052259Z/s1.log"},
+        "started_at": 1796016243.2,
+        "ready": {"ready": True, "ready_at": 1796016251.0, "elapsed_s": 5.07},
+        "benchmark_output": copy.deepcopy(BENCH),
+        "suite": {"git_rev": "a739d14"},
     }
+    return {**base, **overrides}
 
 
-def test_build_plan_redacts_and_renames_problems_to_warnings(tmp_path: Path) -> None:
-    plan = record.build_plan(plan_payload())
-    assert plan["grid_warnings"] == plan_payload()["warnings"]
-    gpu1 = plan["hosts"]["gpu1"]
-    assert (gpu1["warnings"], "problems" in gpu1, gpu1["server"]) == (["only 1 GPU"], False, {"port": 8080})
-    assert gpu1["entries"][0]["argv"] == ["srv", "--api-key", REDACTED, "-m", "a model"]
-    assert gpu1["entries"][0]["env"] == {"HF_TOKEN": REDACTED, "NCCL_X": "a b"}
-    assert gpu1["entries"][1]["argv"][1] == f"--api-key={REDACTED}"
-    assert plan["hosts"]["gpu2"] == {"entries": [], "warnings": ["host not reached"]}
-    out = tmp_path / "plan.json"
-    record.write_json_atomic(out, plan)
-    assert [s for s in SECRETS if s in out.read_text()] == []
-    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
-
-
-def test_the_results_action_writes_a_fact_the_plan_and_claims_each_config_once(tmp_path: Path) -> None:
+def test_the_results_action_writes_the_fact_before_the_next_config_and_marks_it_for_followers(
+    tmp_path: Path,
+) -> None:
     sweep = tmp_path / "nightly"
-    claim = str(sweep / ".claims" / "run1" / "s1")
+    where = {"dir": str(sweep), "run_id": "run1", "host": "localhost", "follows": None, "followed": True}
     proc = run_local_play(tmp_path, [
-        {"specsweep_results": {"fact": payload(), "path": str(sweep / "localhost" / "s1.json")}},
-        {"specsweep_results": {"plan": plan_payload(), "path": str(sweep / "plan.json")}, "register": "plan"},
-        {"specsweep_results": {"claim": True, "path": claim}, "register": "first"},
-        {"specsweep_results": {"claim": True, "path": claim}, "register": "second"},
-        {"ansible.builtin.assert": {"that": ["first.claimed", "not second.claimed",
-                                             "plan.msg.endswith('plan written to ' ~ plan.path)"]}},
+        {"specsweep_results": {"fact": run_payload(), "where": where}, "register": "recorded"},
+        {"ansible.builtin.assert": {"that": ["recorded.status == 'ok'",
+                                             "recorded.specsweep_say == 's1: recorded'"]}},
     ])  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert load_fact(json.loads((sweep / "localhost" / "s1.json").read_text())).runs[1].repeat == 2
-    assert json.loads((sweep / "sweep.json").read_text()) == plan_payload()["sweep"]
-    assert json.loads((sweep / "plan.json").read_text())["hosts"]["gpu2"]["warnings"] == ["host not reached"]
-    assert (sweep / ".claims" / "20261130T020000000000Z").is_dir()
+    fact = load_fact(json.loads((sweep / "localhost" / "s1.json").read_text()))
+    assert (fact.runs[1].repeat, fact.engine.launcher, fact.timings.load_s) == (2, "nohup", 5.07)
+    assert (sweep / ".claims" / "run1" / "localhost-s1.recorded").is_file()  # what a follower waits for
 
 
 def test_the_results_action_refuses_a_malformed_fact_and_writes_nothing(tmp_path: Path) -> None:
     bad = copy.deepcopy(BENCH)
     bad["runs"][0]["duration_s"] = "twelve"
+    where = {"dir": str(tmp_path), "run_id": "run1", "host": "localhost", "follows": None, "followed": False}
     out = tmp_path / "localhost" / "s1.json"
-    task = {"specsweep_results": {"fact": payload(benchmark_output=bad), "path": str(out)}}
+    task = {"specsweep_results": {"fact": run_payload(benchmark_output=bad), "where": where}}
     proc = run_local_play(tmp_path, [task])
     assert proc.returncode == 2
-    assert "runs[0].duration_s: expected a number" in proc.stdout
+    assert "runs[0].duration_s: expected `float`, got `str`" in proc.stdout + proc.stderr
     assert not out.exists()
-
-
-def test_describe_plan_prints_one_runnable_line_per_host_and_config() -> None:
-    text = record.describe_plan(record.build_plan(plan_payload()))
-    assert text.splitlines() == [
-        "sweep nightly: 2 config(s)",
-        "  grid: skipped steps=1 topk=1 draft_tokens=5: draft_tokens 5 > steps*topk+1 = 2",
-        "gpu1 (llama_cpp):",
-        "  WARNING: only 1 GPU",
-        f"  baseline: HF_TOKEN='{REDACTED}' NCCL_X='a b' srv --api-key '{REDACTED}' -m 'a model'",
-        f"  s1: srv '--api-key={REDACTED}' --spec-ngram-mod-n-max 1",
-        "gpu2 (?):",
-        "  WARNING: host not reached",
-    ]
