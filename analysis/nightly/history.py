@@ -3,8 +3,14 @@
 One row per measured run, keyed on (sweep_id, host, config_id, concurrency, repeat): ingesting
 the same sweep twice adds nothing (INSERT OR IGNORE), and a sweep ingested while it was still
 running gains only its new runs. Configs that failed before measuring anything have no run: they
-are kept in `config_failures`, keyed on (sweep_id, host, config_id). Sweeps are ordered by when
-they started (the earliest fact's start), which is what "previous runs" means in `regress`.
+are kept in `config_failures`, keyed on (sweep_id, host, config_id). What each config ran with
+(analysis.nightly.provenance) is kept in `provenance` under the same key. Sweeps are ordered by
+when they started (the earliest fact's start), which is what "previous runs" means in `regress`.
+
+The runs table takes its config columns from analysis.sweep.config. A store written by an older
+specsweep is brought up to date when it is opened: missing tables are created and missing run
+columns added (NULL in the rows stored before: not recorded then). PRAGMA user_version holds
+SCHEMA_VERSION; a store from a newer specsweep is refused.
 """
 
 from __future__ import annotations
@@ -20,36 +26,78 @@ import pandas as pd
 
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
+from analysis.nightly import provenance
+from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
-RUN_FIELDS = [
-    "sweep_id", "host", "engine", "engine_version", "model", "config_id", "speculative",
-    "algorithm", "steps", "topk", "draft_tokens", "env_profile", "source", "concurrency",
-    "repeat", "run_ok", "cause", "decode_tps", "accept_length", "ttft_s", "itl_s",
-]  # fmt: skip
+# 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: this.
+SCHEMA_VERSION = 2
+SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
+KEY_COLUMNS = {
+    "sweep_id": "TEXT NOT NULL", "host": "TEXT NOT NULL", "engine": "TEXT NOT NULL",
+    "engine_version": "TEXT", "model": "TEXT NOT NULL", "config_id": "TEXT NOT NULL",
+}  # fmt: skip
+RUN_COLUMNS = {
+    **KEY_COLUMNS,
+    **{name: SQL_TYPES[COLUMN_TYPES[name]] for name in COLUMNS},
+    "source": "TEXT", "concurrency": "INTEGER NOT NULL", "repeat": "INTEGER NOT NULL",
+    "run_ok": "INTEGER NOT NULL", "cause": "TEXT", "decode_tps": "REAL", "accept_length": "REAL",
+    "ttft_s": "REAL", "itl_s": "REAL", "step_time_ms": "REAL",
+}  # fmt: skip
 FAILURE_FIELDS = ["sweep_id", "host", "engine", "engine_version", "model", "config_id", "cause", "message"]
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS sweeps (
     sweep_id TEXT PRIMARY KEY, started_at REAL, ingested_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
-    sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT NOT NULL, engine_version TEXT,
-    model TEXT NOT NULL, config_id TEXT NOT NULL, speculative INTEGER, algorithm TEXT,
-    steps INTEGER, topk INTEGER, draft_tokens INTEGER, env_profile TEXT, source TEXT,
-    concurrency INTEGER NOT NULL, repeat INTEGER NOT NULL, run_ok INTEGER NOT NULL, cause TEXT,
-    decode_tps REAL, accept_length REAL, ttft_s REAL, itl_s REAL,
+    {", ".join(f"{name} {kind}" for name, kind in RUN_COLUMNS.items())},
     PRIMARY KEY (sweep_id, host, config_id, concurrency, repeat));
 CREATE TABLE IF NOT EXISTS config_failures (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT, engine_version TEXT, model TEXT,
     config_id TEXT NOT NULL, cause TEXT, message TEXT,
     PRIMARY KEY (sweep_id, host, config_id));
+CREATE TABLE IF NOT EXISTS provenance (
+    sweep_id TEXT NOT NULL, host TEXT NOT NULL, config_id TEXT NOT NULL,
+    {", ".join(f"{name} TEXT" for name in provenance.FIELDS)},
+    PRIMARY KEY (sweep_id, host, config_id));
 """
 
 
+class HistoryError(Exception):
+    """The file is not a history store this specsweep can read."""
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Add the run columns an older store lacks; refuse a table that is not a runs table."""
+    present = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+    for name, kind in RUN_COLUMNS.items():
+        if name in present:
+            continue
+        if "NOT NULL" in kind:  # every specsweep store had these: this table is something else
+            raise HistoryError(f"{path}: table runs has no column {name}; not a specsweep history store")
+        conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+
+
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) a history store with its tables."""
+    """Open (creating or upgrading if needed) a history store; HistoryError if it cannot be one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
-    conn.executescript(SCHEMA)
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise HistoryError(
+                f"{path}: history schema {version} was written by a newer specsweep (this one reads up to "
+                f"{SCHEMA_VERSION}); upgrade specsweep to read it"
+            )
+        conn.executescript(SCHEMA)
+        with conn:
+            _migrate(conn, path)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise HistoryError(f"{path}: not a history store ({exc})") from exc
+    except HistoryError:
+        conn.close()
+        raise
     return conn
 
 
@@ -59,11 +107,21 @@ def _records(frame: pd.DataFrame, fields: list[str]) -> list[tuple[Any, ...]]:
     return [tuple(None if pd.isna(v) else v for v in row) for row in plain.itertuples(index=False, name=None)]
 
 
+def _insert(conn: sqlite3.Connection, table: str, frame: pd.DataFrame, fields: list[str]) -> None:
+    """INSERT OR IGNORE the frame's rows, naming the columns (a migrated table has its own order)."""
+    names, marks = ", ".join(fields), ", ".join("?" * len(fields))
+    conn.executemany(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({marks})", _records(frame, fields))
+
+
 def ingest(conn: sqlite3.Connection, result: LoadResult) -> dict[str, tuple[int, int]]:
-    """Add the loaded runs; per sweep (runs added, runs already present). Failures count as runs."""
+    """Add the loaded runs and provenance; per sweep (runs added, runs already present).
+
+    Failures count as runs.
+    """
     runs = result.runs
     measured = runs[runs["run_index"].notna()].astype({"run_ok": "int64", "speculative": "int64"})
     failed = runs[runs["run_index"].isna() & runs["failed"]]
+    origins = provenance.read(result.files)
     counts: dict[str, tuple[int, int]] = {}
     with conn:
         starts = runs.groupby("sweep_id", observed=True)["started_at"].min()
@@ -77,23 +135,22 @@ def ingest(conn: sqlite3.Connection, result: LoadResult) -> dict[str, tuple[int,
             mine = measured[measured["sweep_id"] == sweep]
             lost = failed[failed["sweep_id"] == sweep]
             before = conn.total_changes
-            marks = ", ".join("?" * len(RUN_FIELDS))
-            conn.executemany(f"INSERT OR IGNORE INTO runs VALUES ({marks})", _records(mine, RUN_FIELDS))
-            marks = ", ".join("?" * len(FAILURE_FIELDS))
-            conn.executemany(
-                f"INSERT OR IGNORE INTO config_failures VALUES ({marks})", _records(lost, FAILURE_FIELDS)
-            )
+            _insert(conn, "runs", mine, list(RUN_COLUMNS))
+            _insert(conn, "config_failures", lost, FAILURE_FIELDS)
             added = conn.total_changes - before
             counts[str(sweep)] = (added, len(mine) + len(lost) - added)
+        _insert(conn, "provenance", origins, [*provenance.KEY, *provenance.FIELDS])
     return counts
 
 
-def read(conn: sqlite3.Connection) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(sweeps in start order, runs, config failures) as frames."""
-    sweeps = pd.read_sql("SELECT * FROM sweeps ORDER BY started_at, sweep_id", conn)
-    runs = pd.read_sql("SELECT * FROM runs", conn)
-    failures = pd.read_sql("SELECT * FROM config_failures", conn)
-    return sweeps, runs, failures
+def read(conn: sqlite3.Connection) -> dict[str, pd.DataFrame]:
+    """Every table as a frame: sweeps (in start order), runs, config_failures, provenance."""
+    return {
+        "sweeps": pd.read_sql("SELECT * FROM sweeps ORDER BY started_at, sweep_id", conn),
+        "runs": pd.read_sql("SELECT * FROM runs", conn),
+        "config_failures": pd.read_sql("SELECT * FROM config_failures", conn),
+        "provenance": pd.read_sql("SELECT * FROM provenance", conn),
+    }
 
 
 def add_parser(subparsers: Any) -> None:
@@ -114,7 +171,11 @@ def run(args: argparse.Namespace) -> int:
     if result.runs.empty:
         print(f"no readable result facts under {' '.join(map(str, args.sweeps))}", file=sys.stderr)
         return 2
-    conn = connect(args.history)
+    try:
+        conn = connect(args.history)
+    except HistoryError as exc:
+        print(exc, file=sys.stderr)
+        return 2
     try:
         counts = ingest(conn, result)
     finally:

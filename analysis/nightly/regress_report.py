@@ -1,25 +1,35 @@
-"""What `regress` hands to people and CI: a Markdown summary and a JUnit XML file."""
+"""What `regress` hands to people and CI: a Markdown summary, a JUnit XML file and a JSON file."""
 
 from __future__ import annotations
 
+import json
+import math
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-if TYPE_CHECKING:
-    from analysis.nightly.regress import Settings
+from analysis.nightly.judge import FAILING, MIN_NIGHTS, VERDICTS, YOUNG_NIGHTS
+from analysis.nightly.settings import Settings
+from analysis.nightly.verdicts import COLUMNS
 
 MISSING = "–"
 SECTIONS = [
-    ("regression", "Regressions"),
+    ("regressed", "Regressions"),
     ("failed", "Failed in the latest sweep (measured before)"),
-    ("improvement", "Improvements"),
-    ("version_changed", "Engine version changed (not compared across versions)"),
+    ("improved", "Improvements"),
+    ("version_changed", f"Engine version changed (fewer than {MIN_NIGHTS} nights to compare across it)"),
     ("new", "New configs"),
     ("missing", "Missing from the latest sweep"),
 ]
+SKIPPED = ("missing", "version_changed")
+MOVED = ("regressed", "improved")  # verdicts with a component
+HEADER = ["host", "engine", "version", "model", "config", "conc", "latest tok/s", "baseline tok/s",
+          "change [95% CI]", "since", "component", "rule", "cause"]  # fmt: skip
+RIGHT = {"conc", "latest tok/s", "baseline tok/s", "change [95% CI]"}
 
 
 def _f(value: object, fmt: str) -> str:
@@ -32,79 +42,146 @@ def _model(value: object) -> str:
     return str(value).rstrip("/").rsplit("/", 1)[-1]
 
 
+def _text(value: object) -> str:
+    """A string cell, empty when missing."""
+    return value if isinstance(value, str) else ""
+
+
+def _change(r: pd.Series) -> str:
+    """The tok/s change with its interval where there is one: -10.1% [-11.0, -9.2]."""
+    if pd.isna(r["change_pct"]):
+        return MISSING
+    ci = "" if pd.isna(r["change_lo_pct"]) else f" [{r['change_lo_pct']:+.1f}, {r['change_hi_pct']:+.1f}]"
+    return f"{r['change_pct']:+.1f}%{ci}"
+
+
 def _row(r: pd.Series) -> list[str]:
     """One verdict as Markdown table cells."""
     version = str(r["engine_version"])
     if isinstance(r["previous_version"], str):
         version = f"{r['previous_version']} → {version}"
-    n = "" if pd.isna(r["n_previous"]) else f" (n={int(r['n_previous'])})"
-    change = _f(r["change_pct"], "+.1f") + ("%" if pd.notna(r["change_pct"]) else "")
-    band = "±" + _f(r["band_tps"], ".2f") if pd.notna(r["band_tps"]) else MISSING
-    cause = str(r["cause"]) if isinstance(r["cause"], str) else ""
+    n = "" if pd.isna(r["baseline_nights"]) else f" (n={int(r['baseline_nights'])})"
     return [
         str(r["host"]), str(r["engine"]), version, _model(r["model"]), str(r["config_id"]),
         _f(r["concurrency"], ".0f"), _f(r["latest_tps"], ".1f"), _f(r["baseline_tps"], ".1f") + n,
-        change, band, cause,
+        _change(r), _text(r["changed_at"]), r["component"] if r["verdict"] in MOVED else "",
+        _text(r["rule"]), _text(r["cause"]),
     ]  # fmt: skip
 
 
-HEADER = ["host", "engine", "version", "model", "config", "conc", "latest tok/s", "baseline tok/s",
-          "change", "noise band", "cause"]  # fmt: skip
+def _rules(s: Settings) -> str:
+    """What the verdicts mean under these settings, in one paragraph."""
+    change_point = (
+        f"a change point in the cell's nightly median decode tok/s (E-divisive means over its last {s.nights}"
+        f" nights, across engine versions; Student's t p ≤ {s.alpha:g}, a change of at least"
+        f" {s.min_change * 100:g}%) that starts a segment within the last {s.window} night(s)"
+    )
+    window = (
+        f"the latest night against the median of the previous {s.window} night(s) of the same engine"
+        f" version, beyond {s.threshold * 100:g}% and {s.mad_k:g} x MAD"
+    )
+    rule = {
+        "change_point": f"{change_point} (rule change_point); while a cell has fewer than {YOUNG_NIGHTS}"
+        f" nights, also {window} (rule window)",
+        "window": f"{window} (rule window)",
+        "either": f"{change_point} (rule change_point), or {window} (rule window)",
+    }[s.rule]
+    return (
+        f"A cell regressed or improved on {rule}. A speculative cell whose accept length falls below"
+        f" {s.min_accept_length:g}, or {s.accept_drop * 100:g}% below the median of its previous nights,"
+        " regressed whatever tok/s did (rule accept_gate). `since`: the first night of the new segment;"
+        " component: what moved tok/s (acceptance: accept length; step_time: time per verify step)."
+    )
 
 
-def markdown(table: pd.DataFrame, latest: str, s: Settings) -> str:
-    """The verdicts as a Markdown summary: counts first, then one table per kind of change."""
-    counts = table["status"].value_counts()
-    lines = [
+def _summary(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
+    """Heading, the rules, and the counts."""
+    counts = table["verdict"].value_counts()
+    return [
         f"## specsweep regress: sweep {latest}",
         "",
-        f"Each cell's median decode tok/s against the median of its previous {s.window} sweep(s) (same engine"
-        f" version); a change counts when it exceeds {s.threshold * 100:g}% and {s.mad_k:g} x MAD of those.",
+        _rules(s),
         "",
-        f"**{counts.get('regression', 0)} regression(s)**, {counts.get('failed', 0)} failed,"
-        f" {counts.get('improvement', 0)} improvement(s), {counts.get('unchanged', 0)} unchanged,"
+        f"**{counts.get('regressed', 0)} regression(s)**, {counts.get('failed', 0)} failed,"
+        f" {counts.get('improved', 0)} improvement(s), {counts.get('unchanged', 0)} unchanged,"
         f" {counts.get('new', 0)} new, {counts.get('missing', 0)} missing,"
-        f" {counts.get('version_changed', 0)} engine-version change(s).",
+        f" {int(table['previous_version'].notna().sum())} engine-version change(s).",
     ]
-    for status, heading in SECTIONS:
-        part = table[table["status"] == status]
+
+
+def _tables(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
+    """One table per kind of verdict that occurred (unchanged cells are only counted)."""
+    lines: list[str] = []
+    align = "|" + "|".join("---:" if h in RIGHT else "---" for h in HEADER) + "|"
+    for verdict, heading in SECTIONS:
+        part = table[table["verdict"] == verdict]
         if part.empty:
             continue
-        lines += ["", f"### {heading} ({len(part)})", "", "| " + " | ".join(HEADER) + " |"]
-        lines.append(
-            "|" + "|".join("---:" if h in ("conc", "change") or "tok/s" in h else "---" for h in HEADER) + "|"
-        )
+        lines += ["", f"### {heading} ({len(part)})", "", "| " + " | ".join(HEADER) + " |", align]
         lines += [
             "| " + " | ".join(c.replace("|", "\\|") for c in _row(r)) + " |" for _, r in part.iterrows()
         ]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def changes_text(changes: list[dict[str, Any]] | None) -> str:
+    """A provenance diff in one line."""
+    if changes is None:
+        return "provenance not recorded for one of the two nights"
+    if not changes:
+        return "nothing recorded changed (engine, model, driver/CUDA, env, argv, suite)"
+    return "; ".join(f"{c['field']}: {c['before'] or '(unset)'} → {c['after'] or '(unset)'}" for c in changes)
+
+
+def _what_changed(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
+    """The provenance diff across the change of each regressed or failed cell."""
+    part = table[table["verdict"].isin(FAILING) & table["changed_at"].notna()]
+    if part.empty:
+        return []
+    lines = ["", "### What changed (the night before the change against the night it began)", ""]
+    for _, r in part.iterrows():
+        where = f"{r['host']} {r['config_id']} c{_f(r['concurrency'], '.0f')}"
+        lines.append(
+            f"- {where} (since {r['changed_at']}): {changes_text(r['provenance'])}".replace("|", "\\|")
+        )
+    return lines
+
+
+# The summary's sections in order; a later section (an information part) is one more function.
+PARTS: tuple[Callable[[pd.DataFrame, str, Settings], list[str]], ...] = (_summary, _tables, _what_changed)
+
+
+def markdown(table: pd.DataFrame, latest: str, s: Settings) -> str:
+    """The verdicts as a Markdown summary: counts first, then one table per kind of verdict."""
+    return "\n".join(line for part in PARTS for line in part(table, latest, s)) + "\n"
 
 
 def _message(r: pd.Series) -> str:
     """One line saying what happened to a cell."""
-    base = f"{_f(r['baseline_tps'], '.1f')} tok/s"
-    if r["status"] in ("regression", "improvement", "unchanged"):
-        latest, n = _f(r["latest_tps"], ".1f"), int(r["n_previous"])
-        return (
-            f"{r['status']}: {latest} tok/s vs {base} over {n} sweep(s),"
-            f" {_f(r['change_pct'], '+.1f')}%, noise band ±{_f(r['band_tps'], '.2f')}"
-        )
-    if r["status"] == "failed":
-        return f"failed ({r['cause']}); measured {base} before"
-    if r["status"] == "version_changed":
+    verdict, base = r["verdict"], f"{_f(r['baseline_tps'], '.1f')} tok/s"
+    if verdict in ("regressed", "improved", "unchanged"):
+        text = f"{verdict}: {_f(r['latest_tps'], '.1f')} tok/s vs {base}, {_change(r)}"
+        if verdict != "unchanged":
+            text += f" since {r['changed_at']} ({r['rule']}; component {r['component']})"
+        if verdict == "regressed":
+            text += f"; what changed: {changes_text(r['provenance'])}"
+        return text
+    if verdict == "failed":
+        return f"failed ({r['cause']}) since {r['changed_at']}; measured {base} before"
+    if verdict == "version_changed":
         return (
             f"engine {r['previous_version']} -> {r['engine_version']}: {_f(r['latest_tps'], '.1f')} vs {base}"
         )
-    if r["status"] == "missing":
+    if verdict == "missing":
         why = f" ({r['cause']})" if isinstance(r["cause"], str) else ""
         return f"not measured in the latest sweep{why}; last {base}"
     return f"new: {_f(r['latest_tps'], '.1f')} tok/s"
 
 
 def write_junit(table: pd.DataFrame, latest: str, path: Path) -> None:
-    """One testcase per cell: failure for regressions and failed configs, skipped for missing/changed."""
-    failing = int(table["status"].isin(["regression", "failed"]).sum())
-    skipped = int(table["status"].isin(["missing", "version_changed"]).sum())
+    """One testcase per cell: failure for regressed and failed cells, skipped for missing/version_changed."""
+    failing = int(table["verdict"].isin(FAILING).sum())
+    skipped = int(table["verdict"].isin(SKIPPED).sum())
     counts = {"tests": str(len(table)), "failures": str(failing), "errors": "0", "skipped": str(skipped)}
     suites = ET.Element("testsuites", {"name": "specsweep regress", **counts})
     suite = ET.SubElement(suites, "testsuite", {"name": f"specsweep.regress.{latest}", **counts})
@@ -115,12 +192,45 @@ def write_junit(table: pd.DataFrame, latest: str, path: Path) -> None:
             suite, "testcase", {"classname": f"specsweep.{r['host']}", "name": name, "time": "0"}
         )
         message = _message(r)
-        if r["status"] in ("regression", "failed"):
-            ET.SubElement(case, "failure", {"type": r["status"], "message": message}).text = message
-        elif r["status"] in ("missing", "version_changed"):
+        if r["verdict"] in FAILING:
+            ET.SubElement(case, "failure", {"type": r["verdict"], "message": message}).text = message
+        elif r["verdict"] in SKIPPED:
             ET.SubElement(case, "skipped", {"message": message})
         else:
             ET.SubElement(case, "system-out").text = message
     ET.indent(suites)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _plain(value: Any) -> Any:
+    """A table value as JSON: numpy scalars as Python ones, NaN and NA as null."""
+    if isinstance(value, (list, dict, str)) or value is None:
+        return value
+    if pd.isna(value):
+        return None
+    value = value.item() if isinstance(value, np.generic) else value
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+RENAMED = {"config_id": "config", "provenance": "provenance_diff"}
+
+
+def to_json(table: pd.DataFrame, latest: str, s: Settings) -> dict[str, Any]:
+    """The verdicts as a JSON document: the sweep, the settings, the counts and one object per cell."""
+    cells = [{RENAMED.get(c, c): _plain(r[c]) for c in COLUMNS} for r in table.to_dict("records")]
+    counts = table["verdict"].value_counts()
+    return {
+        "sweep": latest,
+        "settings": s.as_dict(),
+        "counts": {v: int(counts.get(v, 0)) for v in VERDICTS},
+        "cells": cells,
+    }
+
+
+def write_json(table: pd.DataFrame, latest: str, s: Settings, path: Path) -> None:
+    """Write `to_json` to a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(to_json(table, latest, s), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )

@@ -1,7 +1,8 @@
-"""History store (`ingest`) and regression verdicts (`regress`): exit codes, Markdown, JUnit."""
+"""History store (`ingest`, its migration) and verdicts of `regress`: exit codes, Markdown, JUnit."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from factories import config, crash, fact, run, write_sweep
 
 from analysis.cli import main
 from analysis.facts.schema import Engine
+from analysis.nightly import history
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -42,9 +44,10 @@ def ingest_all(db: Path, *sweeps: Path) -> None:
 
 
 def regress(db: Path, tmp_path: Path, *extra: str) -> tuple[int, str, ET.Element]:
-    """Run `regress` in-process: (exit code, Markdown written, JUnit root)."""
-    md, junit = tmp_path / "summary.md", tmp_path / "junit.xml"
-    code = main(["regress", "--history", str(db), "--markdown", str(md), "--junit", str(junit), *extra])
+    """Run `regress` in-process: (exit code, Markdown written, JUnit root); JSON in tmp_path/r.json."""
+    md, junit, js = tmp_path / "summary.md", tmp_path / "junit.xml", tmp_path / "r.json"
+    code = main(["regress", "--history", str(db), "--markdown", str(md), "--junit", str(junit),
+                 "--json", str(js), *extra])  # fmt: skip
     return code, md.read_text(encoding="utf-8"), ET.parse(junit).getroot()
 
 
@@ -66,42 +69,67 @@ def test_ingest_twice_adds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture
     with sqlite3.connect(db) as conn:
         counts = [
             conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-            for t in ("runs", "config_failures", "sweeps")
+            for t in ("runs", "config_failures", "sweeps", "provenance")
         ]
-    assert counts == [6, 1, 1]
+    assert counts == [6, 1, 1, 3]  # provenance: one per fact, the failed config's too
 
 
-def test_drop_beyond_threshold_and_noise_band_is_a_regression(tmp_path: Path) -> None:
+def test_window_rule_drop_beyond_threshold_and_noise_band_is_a_regression(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
-    history = [100.0, 101.0, 99.0, 100.5]
-    sweeps = [nightly(tmp_path, f"n{i}", i, {"baseline": 90.0, "s2": t}) for i, t in enumerate(history)]
+    nights = [100.0, 101.0, 99.0, 100.5]
+    sweeps = [nightly(tmp_path, f"n{i}", i, {"baseline": 90.0, "s2": t}) for i, t in enumerate(nights)]
     ingest_all(db, *sweeps, nightly(tmp_path, "n9", 9, {"baseline": 90.2, "s2": 90.0}))
-    code, md, junit = regress(db, tmp_path)
+    code, md, junit = regress(db, tmp_path, "--rule", "window")
     assert code == 1, md
     assert "**1 regression(s)**" in md and "### Regressions (1)" in md and "| s2 |" in md
     assert "-10.2%" in md and "(n=4)" in md, md
     failure = case(junit, "s2").find("failure")
     assert (
         failure is not None
-        and failure.get("type") == "regression"
+        and failure.get("type") == "regressed"
         and "90.0 tok/s vs 100.2" in failure.get("message", "")
     )
     assert case(junit, "baseline").find("failure") is None
     assert junit.get("failures") == "1" and junit.get("tests") == "2"
 
 
-def test_drop_inside_the_noise_band_or_under_the_threshold_passes(tmp_path: Path) -> None:
+def test_window_rule_drop_inside_the_noise_band_or_under_the_threshold_passes(tmp_path: Path) -> None:
     db = tmp_path / "h.sqlite"
     swings = [100.0, 80.0, 120.0, 90.0, 110.0]  # median 100, MAD 10: band 3 x 10 = 30 tok/s
     sweeps = [nightly(tmp_path, f"n{i}", i, {"baseline": 90.0, "s2": t}) for i, t in enumerate(swings)]
     ingest_all(db, *sweeps, nightly(tmp_path, "n9", 9, {"baseline": 87.5, "s2": 92.0}))
-    code, md, junit = regress(db, tmp_path)
+    code, md, _ = regress(db, tmp_path, "--rule", "window")
     assert code == 0 and "**0 regression(s)**" in md and "2 unchanged" in md, md
-    assert "noise band ±30.00" in (case(junit, "s2").findtext("system-out") or "")
+    report = json.loads((tmp_path / "r.json").read_text())
+    s2 = next(c for c in report["cells"] if c["config"] == "s2")
+    assert s2["band_tps"] == pytest.approx(30.0) and s2["window_change_pct"] == pytest.approx(-8.0), s2
     # A tighter band (k = 0.5 -> 5 tok/s) makes the same -8% drop a regression.
-    assert regress(db, tmp_path, "--mad-k", "0.5")[0] == 1
+    assert regress(db, tmp_path, "--rule", "window", "--mad-k", "0.5")[0] == 1
     # -2.8% on the baseline is under the 5% threshold whatever the band; at 1% it is not.
-    assert regress(db, tmp_path, "--threshold", "0.01")[1].count("| baseline |") == 1
+    assert regress(db, tmp_path, "--rule", "window", "--threshold", "0.01")[1].count("| baseline |") == 1
+    # The change-point rule sees nights swinging 20% around 100: 92 is no change point either.
+    regress(db, tmp_path)
+    s2 = next(c for c in json.loads((tmp_path / "r.json").read_text())["cells"] if c["config"] == "s2")
+    assert (s2["verdict"], s2["rule"]) == ("unchanged", "change_point"), s2
+
+
+def test_change_point_rule_names_the_first_night_of_the_lower_segment(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    nights = [100.0, 101.0, 99.0, 100.5, 99.5, 90.0, 90.5]  # down 10% from n5 on
+    ingest_all(
+        db, *(nightly(tmp_path, f"n{i}", i, {"baseline": 90.0, "s2": t}) for i, t in enumerate(nights))
+    )
+    code, md, junit = regress(db, tmp_path)
+    assert code == 1 and "### Regressions (1)" in md, md
+    s2 = next(c for c in json.loads((tmp_path / "r.json").read_text())["cells"] if c["config"] == "s2")
+    assert (s2["verdict"], s2["rule"], s2["changed_at"], s2["baseline_nights"]) == (
+        "regressed", "change_point", "n5", 5
+    ), s2  # fmt: skip
+    assert -12.0 < s2["change_lo_pct"] < s2["change_pct"] < s2["change_hi_pct"] < -8.0, s2
+    failure = case(junit, "s2").find("failure")
+    assert failure is not None and "since n5 (change_point" in failure.get("message", "")
+    # Two nights later the new level is no longer news (--window 1: one night).
+    assert regress(db, tmp_path, "--window", "1")[0] == 0
 
 
 def test_improvements_new_missing_and_engine_version_changes_are_listed(tmp_path: Path) -> None:
@@ -114,12 +142,12 @@ def test_improvements_new_missing_and_engine_version_changes_are_listed(tmp_path
     code, md, junit = regress(db, tmp_path)
     assert code == 0, md
     for heading in ("### Improvements (1)", "### New configs (1)", "### Missing from the latest sweep (1)",
-                    "### Engine version changed (not compared across versions) (1)"):  # fmt: skip
+                    "### Engine version changed (fewer than 4 nights to compare across it) (1)"):  # fmt: skip
         assert heading in md, md
     assert "0.5.0 → 0.5.1" in md and "Regressions" not in md
     assert case(junit, "s3").find("skipped") is not None
     assert "0.5.0 -> 0.5.1" in (case(junit, "s2", "gpu-b").find("skipped").get("message") or "")
-    assert case(junit, "s2").findtext("system-out", "").startswith("improvement")
+    assert case(junit, "s2").findtext("system-out", "").startswith("improved: 115.0 tok/s vs 100.0")
 
 
 def test_a_config_that_worked_and_now_fails_is_a_regression(tmp_path: Path) -> None:
@@ -131,6 +159,7 @@ def test_a_config_that_worked_and_now_fails_is_a_regression(tmp_path: Path) -> N
     assert "crash_during_load" in md
     failure = case(junit, "s2").find("failure")
     assert failure is not None and failure.get("type") == "failed"
+    assert "failed (crash_during_load) since n3" in failure.get("message", "")
 
 
 def test_latest_selects_the_sweep_and_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -162,3 +191,66 @@ def test_cli_exit_codes_through_python_dash_m(tmp_path: Path) -> None:
     proc = cli("regress", "--history", str(db), "--junit", str(tmp_path / "j.xml"))
     assert proc.returncode == 1 and "### Regressions (1)" in proc.stdout, proc
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "1"
+
+
+# The store as the previous specsweep wrote it (before step times, adaptive and provenance).
+V1_SCHEMA = """
+CREATE TABLE sweeps (sweep_id TEXT PRIMARY KEY, started_at REAL, ingested_at REAL NOT NULL);
+CREATE TABLE runs (
+    sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT NOT NULL, engine_version TEXT,
+    model TEXT NOT NULL, config_id TEXT NOT NULL, speculative INTEGER, algorithm TEXT,
+    steps INTEGER, topk INTEGER, draft_tokens INTEGER, env_profile TEXT, source TEXT,
+    concurrency INTEGER NOT NULL, repeat INTEGER NOT NULL, run_ok INTEGER NOT NULL, cause TEXT,
+    decode_tps REAL, accept_length REAL, ttft_s REAL, itl_s REAL,
+    PRIMARY KEY (sweep_id, host, config_id, concurrency, repeat));
+CREATE TABLE config_failures (
+    sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT, engine_version TEXT, model TEXT,
+    config_id TEXT NOT NULL, cause TEXT, message TEXT,
+    PRIMARY KEY (sweep_id, host, config_id));
+"""
+
+
+def test_a_store_of_the_previous_schema_is_migrated_and_keeps_its_nights(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(V1_SCHEMA)
+        for night, tps in enumerate([100.0, 100.5, 99.5, 100.2]):
+            conn.execute("INSERT INTO sweeps VALUES (?, ?, ?)", (f"old{night}", 1e9 + night * 86400, 0.0))
+            conn.execute(
+                "INSERT INTO runs VALUES (?, 'gpu-a', 'sglang', '0.5.0', 'Kimi-K2.5', 's2', 1, 'EAGLE3',"
+                " 2, 1, 3, 'default', 'specsweep', 1, 0, 1, NULL, ?, 2.5, 0.5, 0.01)",
+                (f"old{night}", tps),
+            )
+    ingest_all(db, nightly(tmp_path, "new", 9, {"s2": 80.0}))
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        stored = conn.execute(
+            "SELECT sweep_id, adaptive, step_time_ms FROM runs ORDER BY sweep_id"
+        ).fetchall()
+    assert set(history.RUN_COLUMNS) <= columns
+    assert stored[:2] == [("new", 0, None), ("new", 0, None)] and stored[-1] == ("old3", None, None), stored
+    code, md, _ = regress(db, tmp_path)
+    assert code == 1 and "| s2 |" in md and "since" in md, md
+    s2 = json.loads((tmp_path / "r.json").read_text())["cells"][0]
+    assert (s2["verdict"], s2["changed_at"], s2["nights"]) == ("regressed", "new", 5), s2
+    # The old nights have no provenance: the diff says so rather than "nothing changed".
+    assert s2["provenance_diff"] is None and "provenance not recorded" in md
+
+
+def test_a_store_of_a_newer_schema_or_another_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    newer, other = tmp_path / "newer.sqlite", tmp_path / "notes.txt"
+    with sqlite3.connect(newer) as conn:
+        conn.execute(f"PRAGMA user_version = {history.SCHEMA_VERSION + 1}")
+    other.write_text("not a database, just text that is long enough to have a header page\n" * 20)
+    sweep = nightly(tmp_path, "n1", 1, {"s2": 100.0})
+    for db in (newer, other):
+        assert main(["ingest", str(sweep), "--history", str(db)]) == 2
+        assert main(["regress", "--history", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert f"history schema {history.SCHEMA_VERSION + 1} was written by a newer specsweep" in err, err
+    assert f"{other}: not a history store" in err, err
+    with sqlite3.connect(newer) as conn:  # refused, not rewritten
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION + 1

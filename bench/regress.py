@@ -1,0 +1,149 @@
+"""How soon and how reliably `regress` finds a step change in nightly tok/s, and names its cause.
+
+Not a test: numbers, not verdicts. Each simulated cell has 30 nights of a speculative config:
+accept length x verify steps per second, with lognormal night-to-night noise whose CV on tok/s is
+1-3% (ACCEPT_SHARE of its variance in accept length, the rest in step time; step time derived
+from tok/s and accept length, as on llama.cpp or SGLang without recorded step times). A cell
+steps down by 3, 5 or 8% at a random night (from night 9 to 28, so 8 nights come before it and
+at least 2 after), half of them through accept length and half through step time, or not at all.
+The nightly is replayed: every night from the 6th on is judged on the nights up to it, as
+`python -m analysis regress` would judge it (analysis.nightly.judge, the same code), once per rule.
+(From the 6th night on the default rule is the change-point rule alone; the window rule that
+also guards a cell's first five nights is not in the table.)
+
+Columns: found: flagged `regressed` on the night of the shift or later (within the 30 nights);
+by 2nd / by 3rd night: flagged while at most 2 / 3 nights at the new level were measured; nights
+to detect: median nights at the new level when first flagged (1 = the night of the shift);
+changed_at: the flagged night names the night of the shift; component: the attribution
+(acceptance / step_time) is the simulated cause; FP per 100: nights flagged `regressed` before any
+shift, per 100 such cell-nights.
+
+    .venv/bin/python bench/regress.py [--cells 200] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analysis.nightly.judge import Nights, judge
+from analysis.nightly.settings import Settings
+
+NIGHTS = 30
+FIRST_JUDGED = 5  # the 6th night: the window rule has its 5 previous nights
+SHIFT_NIGHTS = (8, NIGHTS - 2)  # a shift lands on one of these (0-based, end exclusive)
+ACCEPT_SHARE = 0.3  # of the log tok/s variance; the rest is step-time noise
+ACCEPT_LENGTH, STEP_MS = 2.5, 20.0
+CVS = (0.01, 0.02, 0.03)
+SHIFTS = (0.0, 0.03, 0.05, 0.08)
+RULES = {"window (old)": Settings(rule="window"), "change point": Settings()}
+
+
+def history(cv: float, shift: float, cause: str, at: int, rng: np.random.Generator) -> Nights:
+    """One cell's 30 nights, stepping down by `shift` at night `at` through `cause`."""
+    accept = ACCEPT_LENGTH * np.exp(rng.normal(0.0, cv * np.sqrt(ACCEPT_SHARE), NIGHTS))
+    step = STEP_MS * np.exp(rng.normal(0.0, cv * np.sqrt(1.0 - ACCEPT_SHARE), NIGHTS))
+    if cause == "acceptance":
+        accept[at:] *= 1.0 - shift
+    else:
+        step[at:] /= 1.0 - shift
+    tps = accept / step * 1000.0
+    none = np.full(NIGHTS, np.nan)
+    return Nights(tps, accept, none, accept / tps * 1000.0, np.ones(NIGHTS, dtype=bool))
+
+
+def replay(cell: Nights, at: int, s: Settings) -> dict[str, object]:
+    """Judge every night from FIRST_JUDGED on: false alarms before `at`, the first flag after it."""
+    false_alarms, judged_before = 0, 0
+    for night in range(FIRST_JUDGED, NIGHTS):
+        upto = dataclasses.replace(
+            cell, **{f.name: getattr(cell, f.name)[: night + 1] for f in dataclasses.fields(cell)}
+        )
+        v = judge(upto, s)
+        if night < at:
+            judged_before += 1
+            false_alarms += v.verdict == "regressed"
+        elif v.verdict == "regressed":
+            return {"nights": night - at + 1, "component": v.component, "changed_at": v.changed_at == at,
+                    "false_alarms": false_alarms, "judged_before": judged_before}  # fmt: skip
+    return {"nights": np.nan, "component": None, "changed_at": False,
+            "false_alarms": false_alarms, "judged_before": judged_before}  # fmt: skip
+
+
+def simulate(cells: int, seed: int) -> pd.DataFrame:
+    """One row per (cell, rule): what the replay saw."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for cv in CVS:
+        for shift in SHIFTS:
+            for _ in range(cells):
+                at = int(rng.integers(*SHIFT_NIGHTS)) if shift else NIGHTS
+                cause = str(rng.choice(["acceptance", "step_time"]))
+                cell = history(cv, shift, cause, at, rng)
+                for rule, s in RULES.items():
+                    outcome = replay(cell, at, s)
+                    rows.append({"cv": cv, "shift": shift, "rule": rule, "cause": cause, **outcome})
+    return pd.DataFrame(rows)
+
+
+def table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The printed table: one row per (CV, shift, rule)."""
+    shifted = runs["shift"] > 0
+    runs = runs.assign(
+        found=shifted & runs["nights"].notna(),
+        by2=shifted & (runs["nights"] <= 2),
+        by3=shifted & (runs["nights"] <= 3),
+        right=runs["component"] == runs["cause"],
+    )
+    out = runs.groupby(["cv", "shift", "rule"], sort=False).agg(
+        cells=("found", "size"), found=("found", "mean"), by2=("by2", "mean"), by3=("by3", "mean"),
+        nights=("nights", "median"), false_alarms=("false_alarms", "sum"),
+        judged=("judged_before", "sum"), n_found=("found", "sum"),
+    )  # fmt: skip
+    found = runs[runs["found"]].groupby(["cv", "shift", "rule"], sort=False)
+    out["changed_at"] = found["changed_at"].mean()
+    out["component"] = found["right"].mean()
+    out["fp_per_100"] = 100.0 * out["false_alarms"] / out["judged"]
+    return out.reset_index()
+
+
+def markdown(t: pd.DataFrame) -> str:
+    """The table as Markdown (rates in %, a dash where there is nothing to rate)."""
+
+    def pct(v: float) -> str:
+        return "–" if pd.isna(v) else f"{100.0 * v:.0f}%"
+
+    header = ["CV", "shift", "rule", "cells", "found", "by 2nd night", "by 3rd night", "nights to detect",
+              "changed_at right", "component right", "FP per 100 cell-nights"]  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for r in t.itertuples(index=False):
+        shifted = r.shift > 0
+        cells = [
+            f"{r.cv:.0%}", f"{r.shift:.0%}" if shifted else "none", r.rule, str(r.cells),
+            pct(r.found) if shifted else "–", pct(r.by2) if shifted else "–",
+            pct(r.by3) if shifted else "–", "–" if pd.isna(r.nights) else f"{r.nights:g}",
+            pct(r.changed_at), pct(r.component), f"{r.fp_per_100:.2f}",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """Simulate, replay and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=200, help="cells per (CV, shift)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(markdown(table(simulate(args.cells, args.seed))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
