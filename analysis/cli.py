@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 # Each module exposes `add_parser(subparsers)`, which adds its subparser and sets `func`
 # (args -> exit code). Adding a subcommand is adding its module here.
-SUBCOMMANDS = ("report.cli", "nightly.history", "nightly.regress", "search.cli")
+SUBCOMMANDS = ("report.cli", "report.recommend_cli", "nightly.history", "nightly.regress", "search.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -13,7 +13,17 @@ optimum is the reported best or listed within noise of it; sure: the search said
 sure+wrong: it said so about a wrong answer; loss: mean throughput lost against the optimum. The
 grid rows launch all 10 configs and take the highest median.
 
-    .venv/bin/python bench/search.py [--trials 300] [--seed 1]
+A second table: the search over several concurrency levels (`analysis.search.levels`), steps 1..8
+at concurrency 1, 4 and 16, where one launch measures every level. Curves whose optimum moves
+with load: at concurrency 1 a speedup curve (as above) peaking at a random step of 3..8; at 4 the
+peak is 0-1 step lower, at 16 another 0-2 lower (at least 1), and each level's curve is drawn on
+its own. The "independent peaks" row draws each level's peak anywhere (no relation to load): the
+worst case for shared launches. Launches exclude the baseline (one more launch, as for the grid:
+8 + baseline); <=6: share of searches done in six launches; exact / named / sure / sure+wrong /
+loss per level. "one level after another" runs the single-level search at concurrency 1, then at
+4 and 16 reusing every launch made so far.
+
+    .venv/bin/python bench/search.py [--trials 300] [--seed 1] [--table steps|levels|both]
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from analysis.search.decide import Probe, decide
+from analysis.search.levels import decide_levels
 
 STEPS = list(range(1, 11))
 REPEATS = 3
@@ -164,16 +175,11 @@ HEADER = [
 ]
 
 
-def main() -> None:
-    """Print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=300, help="random curves per row")
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    rng = random.Random(args.seed)
+def steps_table(trials: int, rng: random.Random) -> None:
+    """Print the single-level table (steps 1..10)."""
 
     def randoms(make: Callable[[random.Random], Curve]) -> list[Curve]:
-        return [make(rng) for _ in range(args.trials)]
+        return [make(rng) for _ in range(trials)]
 
     rising: Curve = [1.0 + 0.1 * s for s in STEPS]
     print("| " + " | ".join(HEADER) + " |")
@@ -189,6 +195,169 @@ def main() -> None:
         for parallel in (1, 2, 3):
             print(row("random speedup", curves, parallel, cv, rng, search))
         print(row("random speedup, full grid", curves, 1, cv, rng, grid))
+
+
+LEVELS = (1, 4, 16)
+LEVEL_STEPS = list(range(1, 9))
+Curves = list[list[float]]  # one true curve per level, LEVEL_STEPS long
+
+
+def shaped(peak: int, rng: random.Random, n: int = len(LEVEL_STEPS)) -> list[float]:
+    """A speedup curve over n steps peaking at position `peak`, each step away 2-15% slower."""
+    curve = [1.8] * n
+    for i in range(peak - 1, -1, -1):
+        curve[i] = curve[i + 1] * (1 - rng.uniform(0.02, 0.15))
+    for i in range(peak + 1, n):
+        curve[i] = curve[i - 1] * (1 - rng.uniform(0.02, 0.15))
+    return curve
+
+
+def moving(rng: random.Random) -> Curves:
+    """Optimum at steps 3..8 at concurrency 1, 0-1 step lower at 4, another 0-2 lower at 16."""
+    p1 = rng.randrange(2, len(LEVEL_STEPS))
+    p4 = max(p1 - rng.randint(0, 1), 0)
+    p16 = max(p4 - rng.randint(0, 2), 0)
+    return [shaped(p, rng) for p in (p1, p4, p16)]
+
+
+def independent(rng: random.Random) -> Curves:
+    """Each level's optimum anywhere: no relation to load."""
+    return [shaped(rng.randrange(len(LEVEL_STEPS)), rng) for _ in LEVELS]
+
+
+@dataclass(frozen=True)
+class LevelsOutcome:
+    """One multi-level search on one set of curves; per-level flags."""
+
+    launches: int
+    rounds: int
+    exact: list[bool]
+    named: list[bool]
+    sure: list[bool]
+    loss: list[float]
+
+
+def _level_score(curves: Curves, answers: list[tuple[int | None, tuple[int, ...], bool]]) -> dict:
+    """Per-level exact / named / sure / loss of (best, close, sure) answers."""
+    out: dict[str, list] = {"exact": [], "named": [], "sure": [], "loss": []}
+    for curve, (best, close, sure) in zip(curves, answers, strict=True):
+        top = LEVEL_STEPS[curve.index(max(curve))]
+        out["exact"].append(best == top)
+        out["named"].append(best == top or top in close)
+        out["sure"].append(sure)
+        out["loss"].append(1.0 - (curve[best - 1] if best else 0.0) / max(curve))
+    return out
+
+
+def joint(curves: Curves, parallel: int, cv: float, rng: random.Random) -> LevelsOutcome:
+    """The multi-level search to done; each launch measures every level."""
+    observations: dict[int, dict[int, Probe]] = {c: {} for c in LEVELS}
+    rounds = 0
+    while (d := decide_levels(LEVEL_STEPS, LEVELS, observations, set(), parallel)).action == "measure":
+        rounds += 1
+        for pick in d.picks:
+            for c, curve in zip(LEVELS, curves, strict=True):
+                observations[c][pick.steps] = measure(curve[pick.steps - 1], cv, rng)
+    answers = [(d.levels[c].best, d.levels[c].close, d.levels[c].sure) for c in LEVELS]
+    return LevelsOutcome(len(observations[LEVELS[0]]), rounds, **_level_score(curves, answers))
+
+
+def one_by_one(curves: Curves, parallel: int, cv: float, rng: random.Random) -> LevelsOutcome:
+    """The single-level search at each level in turn, reusing every launch made so far."""
+    observations: dict[int, dict[int, Probe]] = {c: {} for c in LEVELS}
+    rounds = 0
+    answers = []
+    for level in LEVELS:
+        while (d := decide(LEVEL_STEPS, observations[level], set(), parallel)).action == "measure":
+            rounds += 1
+            for pick in d.picks:
+                for c, curve in zip(LEVELS, curves, strict=True):
+                    observations[c][pick.steps] = measure(curve[pick.steps - 1], cv, rng)
+        answers.append((d.best, d.close, d.sure))
+    return LevelsOutcome(len(observations[LEVELS[0]]), rounds, **_level_score(curves, answers))
+
+
+def full_grid(curves: Curves, parallel: int, cv: float, rng: random.Random) -> LevelsOutcome:
+    """Launch every step count and keep each level's highest median."""
+    answers = []
+    for curve in curves:
+        probes = {s: measure(v, cv, rng) for s, v in zip(LEVEL_STEPS, curve, strict=True)}
+        answers.append((max(probes, key=lambda s: probes[s].median), (), False))
+    rounds = math.ceil(len(LEVEL_STEPS) / parallel)
+    return LevelsOutcome(len(LEVEL_STEPS), rounds, **_level_score(curves, answers))
+
+
+LevelsRunner = Callable[[Curves, int, float, random.Random], LevelsOutcome]
+LEVELS_HEADER = [
+    "curves", "strategy", "noise (CV)", "parallel", "trials", "launches med / max", "+ baseline",
+    "<=6", "rounds med / max", "exact", "named", "sure", "sure+wrong", "loss",
+]  # fmt: skip
+
+
+def levels_row(
+    label: str, name: str, curves: list[Curves], parallel: int, cv: float, rng: random.Random,
+    runner: LevelsRunner,
+) -> str:  # fmt: skip
+    """One markdown row of the multi-level table; per-level columns over every level of every trial."""
+    outs = [runner(c, parallel, cv, rng) for c in curves]
+    launches = [o.launches for o in outs]
+    rounds = [o.rounds for o in outs]
+
+    def share(values: Iterable[bool]) -> str:
+        flags = list(values)
+        return f"{100.0 * sum(flags) / len(flags):.1f}%"
+
+    searched = runner is not full_grid
+    cells = [
+        label,
+        name,
+        f"{cv:.0%}" if cv else "none",
+        str(parallel),
+        str(len(outs)),
+        f"{statistics.median(launches):g} / {max(launches)}",
+        f"{statistics.median(launches) + 1:g} / {max(launches) + 1}",
+        share(n <= 6 for n in launches),
+        f"{statistics.median(rounds):g} / {max(rounds)}",
+        share(x for o in outs for x in o.exact),
+        share(x for o in outs for x in o.named),
+        share(x for o in outs for x in o.sure) if searched else "–",
+        share(s and not e for o in outs for s, e in zip(o.sure, o.exact, strict=True)) if searched else "–",
+        f"{100.0 * statistics.fmean(x for o in outs for x in o.loss):.2f}%",
+    ]
+    return "| " + " | ".join(cells) + " |"
+
+
+def levels_table(trials: int, rng: random.Random) -> None:
+    """Print the multi-level table."""
+    print("| " + " | ".join(LEVELS_HEADER) + " |")
+    print("|" + "---|" * len(LEVELS_HEADER))
+    strategies: list[tuple[str, LevelsRunner]] = [
+        ("joint (levels)", joint), ("one level after another", one_by_one), ("full grid", full_grid),
+    ]  # fmt: skip
+    for cv in (0.0, 0.03):
+        curves = [moving(rng) for _ in range(trials)]
+        for name, runner in strategies:
+            print(levels_row("optimum moves with load", name, curves, 1, cv, rng, runner))
+        for name, runner in strategies[:2]:
+            print(levels_row("optimum moves with load", name, curves, 2, cv, rng, runner))
+        spread = [independent(rng) for _ in range(trials)]
+        for name, runner in strategies[:2]:
+            print(levels_row("independent peaks", name, spread, 1, cv, rng, runner))
+
+
+def main() -> None:
+    """Print the tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=300, help="random curves per row")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--table", choices=["steps", "levels", "both"], default="both")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    if args.table in ("steps", "both"):
+        steps_table(args.trials, rng)
+    if args.table in ("levels", "both"):
+        print()
+        levels_table(args.trials, rng)
 
 
 if __name__ == "__main__":

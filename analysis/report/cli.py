@@ -13,11 +13,15 @@ from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
 from analysis.report.compare import NOISY_CV, step_table
 from analysis.report.crosshost import SLOW_PCT, cross_host, host_speed
+from analysis.report.deploy import adaptive_blocks, sla_blocks
 from analysis.report.plotter import Plotter
+from analysis.report.recommend import adaptive_table
 from analysis.report.render import FORMATS, Tables, render, render_markdown
+from analysis.report.sla import Sla, add_sla_options, with_sla
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for bad usage; also "nothing to report"
+NO_SLA = Sla()
 
 
 def add_parser(subparsers: Any) -> None:
@@ -40,13 +44,20 @@ def add_parser(subparsers: Any) -> None:
         "--slow-host-pct", type=float, default=SLOW_PCT, metavar="PCT",
         help=f"flag hosts this far below the fleet median (default {SLOW_PCT:g})",
     )  # fmt: skip
+    add_sla_options(parser)
     parser.set_defaults(func=run)
 
 
-def build_tables(result: LoadResult, noisy_cv: float = NOISY_CV, slow_pct: float = SLOW_PCT) -> Tables:
-    """The step table, cross-host view and host speeds of loaded results."""
+def build_tables(
+    result: LoadResult, noisy_cv: float = NOISY_CV, slow_pct: float = SLOW_PCT, sla: Sla = NO_SLA
+) -> Tables:
+    """The step table (with goodput and throughput), cross-host view and host speeds of loaded results;
+    the SLA view when an SLA is given, the adaptive view when an adaptive arm was measured."""
     step = step_table(result.runs, result.requests, noisy_cv=noisy_cv)
-    return Tables(step=step, cross=cross_host(step), speed=host_speed(step, slow_pct), noisy_cv=noisy_cv)
+    step = with_sla(step, result.runs, result.requests, sla)
+    extra = [*(sla_blocks(step, sla) if sla.given else []), *adaptive_blocks(adaptive_table(step))]
+    speed = host_speed(step, slow_pct)
+    return Tables(step=step, cross=cross_host(step), speed=speed, noisy_cv=noisy_cv, extra=extra)
 
 
 def write_report(
@@ -92,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             dirs = " ".join(str(p) for p in args.sweeps)
             print(f"no readable result facts under {dirs}", file=sys.stderr)
             return EXIT_USAGE
-        tables = build_tables(result, args.noisy_cv, args.slow_host_pct)
+        tables = build_tables(result, args.noisy_cv, args.slow_host_pct, Sla.from_args(args))
         if plotter is not None:
             plotter.submit(tables.step, tables.speed, None if args.no_cache else cache.folder())
         problems = [f"{path}: {reason}" for path, reason in result.problems]

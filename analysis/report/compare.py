@@ -8,18 +8,18 @@ import pandas as pd
 from analysis import hostorder
 from analysis.report import equivalence
 from analysis.stats import log_ratio_ci, median_ci, straddles_zero
+from analysis.sweep import config
 
 # A table row is one config measured in one of these groups; speedups compare within one.
 GROUP = ["sweep_id", "host", "engine", "model", "concurrency"]
-CONFIG_COLUMNS = [
-    "speculative", "algorithm", "steps", "topk", "draft_tokens", "env_profile",
-]  # fmt: skip
+CONFIG_COLUMNS = config.COLUMNS
 TABLE_COLUMNS = [
     *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "decode_tps", "tps_ci_lo",
     "tps_ci_hi", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "within_noise",
     "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", "ttft_p50_ms", "ttft_p99_ms",
     "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures", "cause",
     "text_compared", "text_diverged", "diverge_word", "best",
+    "n_ok", "log_var",  # what an interval against another row needs (analysis.report.recommend)
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
 _STATS = ["decode_tps", "n_ok", "log_var"]  # what the speedup intervals need from the other side
@@ -113,8 +113,9 @@ def step_table(
     table["cv_pct"] = table["tps_std"] / table["tps_mean"] * 100.0
     table["noisy"] = table["cv_pct"].gt(noisy_cv * 100.0)
     table = _with_equivalence(table, runs, requests)
-    # Hosts in natural order; baseline first, then by step count, top-k, draft tokens (unset first).
-    by = [*GROUP, "_base", "speculative", *CONFIG_COLUMNS[2:], "config"]
+    # Hosts in natural order; baseline first, then by the config's fields in the config's order
+    # (step count, top-k, draft tokens, ...; unset first). Not by algorithm: a name, not an order.
+    by = [*GROUP, "_base", *(c for c in CONFIG_COLUMNS if c != "algorithm"), "config"]
     ascending = [c != "_base" for c in by]
     table = table.sort_values(by, ascending=ascending, na_position="first", key=hostorder.sort_key)
     return table[TABLE_COLUMNS].reset_index(drop=True)

@@ -24,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from analysis import cache, forks
 from analysis.hostorder import natural, natural_key
+from analysis.report import loadplots
 from analysis.report.crosshost import FAMILY
 from analysis.report.figures import layout, legend_inches, png, slug, title
 from analysis.report.plotfile import Plot
@@ -225,6 +226,8 @@ COST: dict[Draw, int] = {
     tokps_vs_steps: 2,
     speedup_heatmap: 2,
     accept_vs_steps: 1,
+    loadplots.pareto: 2,
+    loadplots.best_steps: 1,
 }
 Task = tuple[Draw, tuple[Any, ...]]
 _TASKS: list[Task] = []  # what forked workers draw: they inherit it, no frame is pickled to them
@@ -263,7 +266,7 @@ def _draw_all(tasks: list[Task]) -> list[Plot | None]:
 def _code_digest() -> bytes:
     """Digest of what decides a plot's pixels besides its rows: this code and matplotlib's."""
     digest = hashlib.sha256(matplotlib.__version__.encode() + repr(STYLE).encode())
-    for name in ("plots.py", "figures.py", "plotfile.py"):
+    for name in ("plots.py", "figures.py", "plotfile.py", "loadplots.py", "recommend.py", "sla.py"):
         digest.update((Path(__file__).parent / name).read_bytes())
     return digest.digest()
 
@@ -302,6 +305,10 @@ def make_plots(
             keys += [None] * len(family)
         else:
             keys += _keys(code + repr(key).encode(), family, part, family_speed)
+    # Across concurrency, per host group: the Pareto front and the best step count (loadplots).
+    for key, part, family in loadplots.families(step, MAX_FAMILIES):
+        tasks += family
+        keys += [None] * len(family) if cache_dir is None else _keys(code + repr(key).encode(), family, part)
     made: dict[int, Plot | None] = {}
     for i, k in enumerate(keys):
         found, plot = cache.read_plot(cache_dir, k) if k else (False, None)

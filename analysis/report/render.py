@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.report.compare import GROUP
+from analysis.report.compare import GROUP, is_baseline
 from analysis.report.crosshost import FAMILY
 from analysis.report.profiles import profile_table
 
@@ -39,6 +39,8 @@ class Tables:
     cross: pd.DataFrame
     speed: pd.DataFrame
     noisy_cv: float = 0.05
+    # Views after the others (SLA and goodput, adaptive vs static: analysis.report.deploy).
+    extra: list[Block] = dataclasses.field(default_factory=list)
 
     @functools.cached_property
     def shown(self) -> list[list[str]]:
@@ -102,7 +104,7 @@ def _speedup(t: pd.DataFrame) -> list[str]:
         num(t["speedup_pct"], "+.1f"),
         num(t["speedup_ci_lo"], "+.1f"),
         num(t["speedup_ci_hi"], "+.1f"),
-        _flags(is_base(t)),
+        _flags(is_baseline(t)),
         _flags(t["within_noise"]),
         strict=True,
     )
@@ -111,11 +113,6 @@ def _speedup(t: pd.DataFrame) -> list[str]:
         ci = "" if base else "[no CI]" if lo == MISSING else f"[{lo}, {hi}]"
         out.append(MISSING if pct == MISSING else f"{pct}% {ci}{' ~' if noise else ''}".strip())
     return out
-
-
-def is_base(t: pd.DataFrame) -> pd.Series:
-    """Rows that are their group's baseline (speedup 0 against themselves)."""
-    return ~t["speculative"].astype(bool) & t["env_profile"].eq("default")
 
 
 def _marker(t: pd.DataFrame) -> list[str]:
@@ -136,7 +133,7 @@ def _text(t: pd.DataFrame) -> list[str]:
         t["text_compared"].tolist(),
         t["text_diverged"].tolist(),
         t["diverge_word"].tolist(),
-        _flags(is_base(t)),
+        _flags(is_baseline(t)),
         strict=True,
     )
     out = []
@@ -276,7 +273,7 @@ def render_text(tables: Tables) -> str:
     step = [dataclasses.replace(b, headers=["", *b.headers[1:]]) for b in made.step]
     text = [
         "\n".join([b.title, *([b.note] if b.note else []), *_aligned(b)])
-        for b in [*step, *made.profiles, *made.cross]
+        for b in [*step, *made.profiles, *made.cross, *tables.extra]
     ]
     legend = "\n".join(line.format(cv=tables.noisy_cv * 100) for line in LEGEND)
     return "\n\n".join([*text, legend]) + "\n"
@@ -306,10 +303,22 @@ def render_markdown(tables: Tables) -> str:
     made = tables.blocks
     text = [
         "\n".join([f"### {b.title}", "", *([_md_escape(b.note), ""] if b.note else []), *_md_table(b)])
-        for b in [*made.step, *made.profiles, *made.cross]
+        for b in [*made.step, *made.profiles, *made.cross, *tables.extra]
     ]
     legend = "\n".join(f"- {_md_escape(line.format(cv=tables.noisy_cv * 100))}" for line in LEGEND)
     return "\n\n".join([*text, legend]) + "\n"
+
+
+def layout(blocks: list[Block], fmt: str) -> str:
+    """Blocks other than a report's (e.g. `recommend`'s) as aligned text or markdown tables."""
+    if fmt == "markdown":
+        parts = [
+            [f"### {b.title}", "", *([_md_escape(b.note), ""] if b.note else []), *_md_table(b)]
+            for b in blocks
+        ]
+    else:
+        parts = [[b.title, *([b.note] if b.note else []), *_aligned(b)] for b in blocks]
+    return "\n\n".join("\n".join(p) for p in parts) + "\n"
 
 
 def render(tables: Tables, fmt: str) -> str:

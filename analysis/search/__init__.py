@@ -7,7 +7,8 @@ steps only adds a failing tail), so a bracketing search finds the best of ten st
 launches instead of ten.
 
 Layers, the first two free of I/O and of pandas:
-- `decide`: observations in; the next probes, `wait` or `done` out (an exact minimax placement).
+- `decide`: observations in; the next probes, `wait` or `done` out (an exact minimax placement);
+  `levels`: the same for several concurrency levels measured by each launch.
 - `objective`: the number a probe is judged by, read from facts.
 - `state`: stateless on purpose. The facts on disk and the claim folders are the whole state, so
   a host may ask at any time, several hosts may ask at once, and a resumed run simply asks again.

@@ -39,6 +39,10 @@ def add_parser(subparsers: Any) -> None:
         "--scope", required=True, choices=["host", "all"], help="host: own facts; all: all hosts'"
     )
     nxt.add_argument("--max-launches", type=_positive, help="launch budget (default: number of candidates)")
+    nxt.add_argument(
+        "--concurrency", type=_positive, action="append", default=[], metavar="C",
+        help="a concurrency level each launch measures (repeat it: each level's best is searched)",
+    )  # fmt: skip
     nxt.set_defaults(func=run_next)
     summary = sub.add_parser("summary", help="print what each search of a sweep found, and why")
     summary.add_argument("--sweep-dir", required=True, type=Path, help="results/<sweep_id>")
@@ -62,7 +66,7 @@ def run_next(args: argparse.Namespace) -> int:
         if not args.sweep_dir.is_dir():
             raise InputError(f"{args.sweep_dir}: no such sweep folder")
         asker = Asker(args.sweep_dir, args.host, args.run_id, args.scope, profile_of(candidates[0].id))
-        answer = next_step(asker, candidates, args.parallel, args.max_launches)
+        answer = next_step(asker, candidates, args.parallel, args.max_launches, sorted(set(args.concurrency)))
     except InputError as exc:
         print(f"analysis search: {exc}", file=sys.stderr)
         return 2

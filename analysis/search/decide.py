@@ -6,6 +6,9 @@ reuses the measured point; the worst case is therefore proven by exhaustive test
 Noise: two probes are compared with a 95% Welch t-interval on log samples, as the report's speedup
 intervals are. A measured neighbour within noise of the best does not close the bracket on its
 side: the search probes beyond it, and the answer names it instead of claiming a winner.
+
+Several concurrency levels measured by the same launches: analysis.search.levels, the joint
+version of this placement (it reuses _View, _verdict and the cost model of _value).
 """
 
 from __future__ import annotations

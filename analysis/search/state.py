@@ -11,15 +11,17 @@ import math
 import os
 import statistics
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from analysis.facts.record import write_json_atomic
 from analysis.facts.schema import Fact, SchemaError, load_fact
 from analysis.search.decide import Decision, Probe, decide, median_interval
-from analysis.search.objective import decode_samples, probe_of
+from analysis.search.levels import LevelsDecision, decide_levels
+from analysis.search.objective import decode_samples, level_probes, level_samples, levels_of, probe_of
+from analysis.sweep import claims
 
 
 class InputError(ValueError):
@@ -43,6 +45,8 @@ class Asker:
     run_id: str
     scope: Literal["host", "all"]
     profile: str
+    # Hosts of this run no longer in it (unreachable, failed): their claims are taken over.
+    lost: frozenset[str] = frozenset()
 
     @property
     def claims(self) -> Path:
@@ -64,10 +68,10 @@ class Asker:
         return sorted(e.name for e in os.scandir(self.root) if e.is_dir() and not e.name.startswith("."))
 
     def notes(self, config_id: str) -> list[dict[str, Any]]:
-        """The probe.json of every claim of this config over all runs (why it was measured)."""
+        """The note of every claim of this config over all runs (why it was measured)."""
         folder = f"{self.host}/{config_id}" if self.scope == "host" else config_id
-        pattern = f"*/{folder}/probe.json"
-        return [n for n in map(_read_json, (self.root / ".claims").glob(pattern)) if isinstance(n, dict)]
+        found = (claims.note(p.parent) for p in (self.root / ".claims").glob(f"*/{folder}/{claims.NOTE}"))
+        return [n for n in found if n is not None]
 
 
 def _read_json(path: Path) -> Any:
@@ -127,13 +131,27 @@ def _baseline_median(asker: Asker, host: str) -> float | None:
     return statistics.median(samples) if samples else None
 
 
+def _baseline_medians(asker: Asker, host: str) -> dict[int, float]:
+    """Median decode tok/s of the host's baseline for this profile at each level it measured."""
+    fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
+    return {c: statistics.median(s) for c, s in (level_samples(fact) if fact else {}).items() if s}
+
+
 @dataclass(frozen=True)
 class Observed:
-    """Everything on disk about the candidates: facts by id, the probes built from them, the unit."""
+    """Everything on disk about the candidates: facts by id, the probes built from them, the unit.
+
+    `probes` is at each fact's first concurrency level (the single-level search); `levels` holds
+    the probes at every level (level -> config id -> probe) for analysis.search.levels, in
+    `level_unit`: over each host's baseline at that level where every measuring host has one at
+    every level, else raw tok/s.
+    """
 
     facts: dict[str, list[Fact]]
     probes: dict[str, Probe]
     unit: str
+    levels: dict[int, dict[str, Probe]] = field(default_factory=dict)
+    level_unit: str = "decode tok/s"
 
 
 def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
@@ -149,41 +167,41 @@ def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
     medians = {h: _baseline_median(asker, h) for h in hosts}
     baselines = medians if all(m is not None for m in medians.values()) else None
     unit = "decode tok/s / host baseline" if baselines else "decode tok/s"
-    return Observed(facts, {cid: probe_of(fs, baselines) for cid, fs in facts.items()}, unit)
-
-
-def claim_owner(asker: Asker, config_id: str) -> str | None:
-    """Host that claimed the config in this run (from its note); None if unknown."""
-    note = _read_json(asker.claims / config_id / "probe.json")
-    return note.get("host") if isinstance(note, dict) else None
+    probes = {cid: probe_of(fs, baselines) for cid, fs in facts.items()}
+    levels = sorted({c for fs in facts.values() for f in fs for c in levels_of(f)})
+    per_host = {h: _baseline_medians(asker, h) for h in hosts}
+    ratios = all(c in per_host[h] for h in hosts for c in levels)
+    by_level = {c: {h: per_host[h][c] for h in hosts} for c in levels} if ratios else None
+    found = {cid: level_probes(fs, levels, by_level) for cid, fs in facts.items()}
+    return Observed(
+        facts,
+        probes,
+        unit,
+        {c: {cid: p[c] for cid, p in found.items()} for c in levels},
+        "decode tok/s / host baseline" if ratios else "decode tok/s",
+    )
 
 
 def pending_ids(asker: Asker, candidates: Sequence[Candidate], observed: Observed) -> set[str]:
-    """Claimed in this run, not measured yet, and not the asker's own: a host that asks is idle,
-    so its own unmeasured claim is a probe that left no fact and is offered to it again."""
+    """Claimed in this run, not measured yet, and neither the asker's own (a host that asks is idle,
+    so its own unmeasured claim is a probe that left no fact and is offered to it again) nor a lost
+    host's (taken over by the next host that claims it)."""
     try:
         claimed = {e.name for e in os.scandir(asker.claims) if e.is_dir()}
     except FileNotFoundError:
         return set()
+    others = {asker.host, *asker.lost}
     return {
         c.id
         for c in candidates
-        if c.id in claimed and c.id not in observed.facts and claim_owner(asker, c.id) != asker.host
+        if c.id in claimed and c.id not in observed.facts and claims.owner(asker.claims / c.id) not in others
     }
 
 
 def claim(asker: Asker, pick: Candidate, reason: str) -> bool:
-    """Claim a config for the asker (mkdir is atomic); True when it is the asker's to measure."""
-    asker.claims.mkdir(parents=True, exist_ok=True)
-    folder = asker.claims / pick.id
-    try:
-        os.mkdir(folder)
-    except FileExistsError:
-        return claim_owner(asker, pick.id) == asker.host
-    note = {"config_id": pick.id, "steps": pick.steps, "host": asker.host, "reason": reason}
-    note["claimed_at"] = time.time()
-    write_json_atomic(folder / "probe.json", note)
-    return True
+    """Claim a config for the asker; True when it is the asker's to measure."""
+    about = {"config_id": pick.id, "steps": pick.steps, "host": asker.host, "reason": reason}
+    return claims.take(asker.claims / pick.id, about, asker.lost)
 
 
 def _probe_rows(
@@ -218,17 +236,31 @@ def _summary(probe: Probe) -> dict[str, Any]:
     }
 
 
+def _verdict(decision: Decision, name: Mapping[int, str]) -> dict[str, Any]:
+    """A (level's) answer as the state file shows it: best config, how sure, those within noise."""
+    return {
+        "best": name.get(decision.best) if decision.best is not None else None,
+        "sure": decision.sure,
+        "confidence": decision.confidence,
+        "close": [name[s] for s in decision.close],
+    }
+
+
 def write_state(
     asker: Asker,
     candidates: Sequence[Candidate],
     observed: Observed,
     pending: set[str],
-    decision: Decision,
+    decision: Decision | LevelsDecision,
     answer: dict[str, Any],
 ) -> None:
     """Rewrite the state file atomically: what the report and a human read about the search."""
     name = {c.steps: c.id for c in candidates}
     by_id = {c.id: c for c in candidates}
+    if isinstance(decision, LevelsDecision):
+        verdict = {"levels": {str(c): _verdict(d, name) for c, d in decision.levels.items()}}
+    else:
+        verdict = _verdict(decision, name)
     state = {
         "scope": asker.scope,
         "host": asker.host,
@@ -242,10 +274,7 @@ def write_state(
         },
         "pending": sorted(pending),
         "probes": _probe_rows(asker, candidates, observed, pending),
-        "best": name.get(decision.best),
-        "sure": decision.sure,
-        "confidence": decision.confidence,
-        "close": [name[s] for s in decision.close],
+        **verdict,
         "done": answer["action"] == "done",
         "action": answer["action"],
         "reason": answer["reason"],
@@ -253,21 +282,33 @@ def write_state(
     write_json_atomic(asker.state_path, state)
 
 
-def next_step(asker: Asker, candidates: Sequence[Candidate], parallel: int, max_launches: int | None) -> dict:
-    """One call of `next`: decide, claim, record the state; returns the JSON line to print."""
+def next_step(
+    asker: Asker,
+    candidates: Sequence[Candidate],
+    parallel: int,
+    max_launches: int | None,
+    levels: Sequence[int] = (),
+) -> dict:
+    """One call of `next`: decide, claim, record the state; returns the JSON line to print.
+
+    levels: the concurrency levels each launch measures; with several, every level's best step
+    count is searched from the same launches (analysis.search.levels).
+    """
     observed = observe(asker, candidates)
     pending = pending_ids(asker, candidates, observed)
     by_steps = {c.steps: c for c in candidates}
-    decision = decide(
-        [c.steps for c in candidates],
-        {c.steps: observed.probes[c.id] for c in candidates if c.id in observed.probes},
-        {c.steps for c in candidates if c.id in pending},
-        parallel,
-        max_launches,
-    )
+    by_id = {c.id: c for c in candidates}
+    steps = [c.steps for c in candidates]
+    in_flight = {c.steps for c in candidates if c.id in pending}
+    decision: Decision | LevelsDecision
+    if len(levels) > 1:
+        seen = {c: {by_id[cid].steps: p for cid, p in observed.levels.get(c, {}).items()} for c in levels}
+        decision = decide_levels(steps, levels, seen, in_flight, parallel, max_launches)
+    else:
+        seen = {by_id[cid].steps: p for cid, p in observed.probes.items()}
+        decision = decide(steps, seen, in_flight, parallel, max_launches)
     if decision.action == "done":
-        best = by_steps[decision.best].id if decision.best is not None else None
-        answer = {"action": "done", "best": best, "reason": decision.reason}
+        answer = {"action": "done", "best": _bests(decision, by_steps), "reason": decision.reason}
     elif decision.action == "wait":
         answer = {"action": "wait", "reason": decision.reason}
     else:
@@ -279,6 +320,13 @@ def next_step(asker: Asker, candidates: Sequence[Candidate], parallel: int, max_
             answer = {"action": "wait", "reason": "every planned probe was just claimed by another host"}
     write_state(asker, candidates, observed, pending, decision, answer)
     return answer
+
+
+def _bests(decision: Decision | LevelsDecision, by_steps: Mapping[int, Candidate]) -> Any:
+    """The best config id (one level), or {level: id} (several); None where nothing worked."""
+    if isinstance(decision, LevelsDecision):
+        return {str(c): _bests(d, by_steps) for c, d in decision.levels.items()}
+    return None if decision.best is None else by_steps[decision.best].id
 
 
 def _steps_text(steps: Sequence[int]) -> str:
@@ -294,14 +342,19 @@ def _summary_line(state: dict[str, Any]) -> str:
     where = f" on {state['host']}" if state.get("scope") == "host" else ""
     where += f" (profile {state['profile']})" if state.get("profile", "default") != "default" else ""
     head = f"search over steps {_steps_text([c['steps'] for c in state['candidates']])}{where}"
-    best = state.get("best") or "none"
-    action = state.get("action")
-    verdict = f"best {best}" if state.get("done") else f"in progress ({action}), best so far {best}"
+    prefix = "best" if state.get("done") else f"in progress ({state.get('action')}), best so far"
+    if "levels" in state:  # one answer per concurrency level, from the same launches
+        verdict = "; ".join(
+            f"{prefix} {v.get('best') or 'none'} at concurrency {c} ({v.get('confidence')})"
+            for c, v in sorted(state["levels"].items(), key=lambda kv: int(kv[0]))
+        )
+    else:
+        verdict = f"{prefix} {state.get('best') or 'none'} ({state.get('confidence')})"
     probes = ", ".join(
         f"{p['id']} ({'in flight: ' if p['state'] != 'measured' else ''}{p['reason']})"
         for p in state.get("probes", [])
     )
-    return f"{head}: {verdict} ({state.get('confidence')}); measured {probes or 'nothing yet'}"
+    return f"{head}: {verdict}; measured {probes or 'nothing yet'}"
 
 
 def render_summary(sweep_dir: Path | str) -> str:

@@ -11,11 +11,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from analysis import cli
 from analysis.search import decide as search_core
-from analysis.search import objective
+from analysis.search import levels, objective
 from analysis.search import state as search_state
 from analysis.search.decide import Decision, Probe, decide
 from tests.unit import factories
@@ -351,7 +352,7 @@ def test_replicate_mode_searches_each_host_on_its_own_facts(ask: Ask, tmp_path: 
         "reason": "first Fibonacci probe over s1..s10",
     }
     for a in answers:
-        note = json.loads((root / ".claims" / "run-1" / "gpu-a" / a["config_id"] / "probe.json").read_text())
+        note = json.loads((root / ".claims" / "run-1" / "gpu-a" / a["config_id"] / "claim.json").read_text())
         assert (note["host"], note["reason"]) == ("gpu-a", a["reason"])
     state = json.loads((root / "search-gpu-a.json").read_text())
     assert (state["done"], state["best"], state["sure"], state["scope"]) == (True, "s7", True, "host")
@@ -393,7 +394,7 @@ def test_shard_mode_shares_probes_and_compares_hosts_by_their_baselines(ask: Ask
 def test_a_claim_of_another_host_is_pending_until_its_fact_arrives(ask: Ask, tmp_path: Path) -> None:
     claim = tmp_path / SWEEP / ".claims" / "run-1" / "s9"
     claim.mkdir(parents=True)
-    (claim / "probe.json").write_text(
+    (claim / "claim.json").write_text(
         json.dumps({"host": "gpu-b", "reason": "an older plan", "claimed_at": 1.0})
     )
     answer = ask("gpu-a", "all", 2)
@@ -422,7 +423,7 @@ def test_a_claim_lost_to_another_host_means_wait(
     """Two hosts decided at the same time; the other one's mkdir came first."""
     claims = tmp_path / SWEEP / ".claims" / "run-1"
     (claims / "s4").mkdir(parents=True)
-    (claims / "s4" / "probe.json").write_text(json.dumps({"host": "gpu-b"}))
+    (claims / "s4" / "claim.json").write_text(json.dumps({"host": "gpu-b"}))
     monkeypatch.setattr(search_state, "pending_ids", lambda *_: set())  # it did not see the claim yet
     assert ask("gpu-a", "all") == {
         "action": "wait",
@@ -534,3 +535,224 @@ def test_t_quantiles_match_the_table_and_interpolate_between() -> None:
     assert search_core.t975(4) == pytest.approx(2.7764)
     assert search_core.t975(1e9) == pytest.approx(1.96, abs=1e-6)
     assert 3.1824 < search_core.t975(2.5) < 4.3027
+
+
+# --- several concurrency levels: one launch measures every level ---------------------------------
+
+LEVELS = [1, 4, 16]
+EIGHT = list(range(1, 9))
+
+
+def shaped(peak: int, rng: random.Random, n: int = 8) -> list[float]:
+    """A speedup curve over steps 1..n peaking at step peak + 1, each step away 2-15% slower."""
+    curve = [1.8] * n
+    for i in range(peak - 1, -1, -1):
+        curve[i] = curve[i + 1] * (1 - rng.uniform(0.02, 0.15))
+    for i in range(peak + 1, n):
+        curve[i] = curve[i - 1] * (1 - rng.uniform(0.02, 0.15))
+    return curve
+
+
+def simulate_levels(
+    curves: dict[int, Curve], parallel: int = 1, noise: float = 0.0, seed: int = 0
+) -> tuple[levels.LevelsDecision, list[list[int]]]:
+    """Run the multi-level search to done; every launch gives a probe at every level."""
+    rng = random.Random(seed)
+    candidates = list(range(1, len(next(iter(curves.values()))) + 1))
+    observations: dict[int, dict[int, Probe]] = {c: {} for c in curves}
+    rounds: list[list[int]] = []
+    while (
+        d := levels.decide_levels(candidates, list(curves), observations, set(), parallel)
+    ).action == "measure":
+        rounds.append([p.steps for p in d.picks])
+        for steps in rounds[-1]:
+            assert steps not in observations[next(iter(curves))], f"s{steps} launched twice"
+            for c, curve in curves.items():
+                observations[c][steps] = measure(curve[steps - 1], noise, rng)
+        assert len(rounds) <= len(candidates), "the search does not end"
+    assert d.action == "done", d
+    return d, rounds
+
+
+def test_one_level_places_probes_exactly_as_the_single_level_search() -> None:
+    """The joint minimax over one bracket is decide's: same probes, same count, on every shape."""
+    for curve in strict_unimodal():
+        single, single_rounds = simulate(curve)
+        joint, joint_rounds = simulate_levels({1: curve})
+        assert joint_rounds == single_rounds, curve
+        assert joint.levels[1].best == single.best and joint.levels[1].sure
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_every_placement_of_three_peaks_is_found_and_each_launch_serves_every_level(parallel: int) -> None:
+    """All 8^3 peak positions (shapes drawn at random): each level named exactly and sure, no step
+    launched twice, and never more launches than the full grid of 8."""
+    rng = random.Random(3)
+    worst = 0
+    for peaks in itertools.product(range(8), repeat=3):
+        curves = {c: shaped(p, rng) for c, p in zip(LEVELS, peaks, strict=True)}
+        d, rounds = simulate_levels(curves, parallel)
+        assert [d.levels[c].best for c in LEVELS] == [p + 1 for p in peaks], (peaks, d)
+        assert all(d.levels[c].sure for c in LEVELS), d
+        worst = max(worst, launches(rounds))
+    assert worst <= 8
+
+
+def moving(rng: random.Random) -> dict[int, Curve]:
+    """The optimum falls with load: steps 3..8 at concurrency 1, 0-1 lower at 4, 0-2 lower at 16."""
+    p1 = rng.randrange(2, 8)
+    p4 = max(p1 - rng.randint(0, 1), 0)
+    p16 = max(p4 - rng.randint(0, 2), 0)
+    return {c: shaped(p, rng) for c, p in zip(LEVELS, (p1, p4, p16), strict=True)}
+
+
+def test_an_optimum_that_moves_with_load_takes_five_launches_typically_and_seven_at_most() -> None:
+    rng = random.Random(11)
+    counts = []
+    for _ in range(200):
+        curves = moving(rng)
+        d, rounds = simulate_levels(curves)
+        assert all(d.levels[c].best in optima(curve) for c, curve in curves.items())
+        counts.append(launches(rounds))
+    assert sorted(counts)[len(counts) // 2] <= 5  # the median
+    assert max(counts) <= 7
+    assert sum(n <= 6 for n in counts) >= 0.95 * len(counts)
+
+
+def test_at_three_percent_noise_each_levels_optimum_is_named_or_within_noise() -> None:
+    rng = random.Random(12)
+    named = wrong_but_sure = total = 0
+    for seed in range(100):
+        curves = moving(rng)
+        d, rounds = simulate_levels(curves, noise=0.03, seed=seed)
+        assert launches(rounds) <= 8
+        for c, curve in curves.items():
+            (best,) = optima(curve)
+            answer = d.levels[c]
+            named += answer.best == best or best in answer.close
+            wrong_but_sure += answer.sure and answer.best != best
+            total += 1
+    assert named >= 0.95 * total
+    assert wrong_but_sure <= 0.02 * total
+
+
+def test_a_probe_inside_two_brackets_serves_both() -> None:
+    """c1 peaks near s6, c16 near s3: after s3 and s6 both brackets hold s4..s5, one probe for both."""
+    observations = {
+        1: probes(s3=(1.2, 1.2, 1.2), s6=(1.5, 1.5, 1.5)),
+        16: probes(s3=(1.3, 1.3, 1.3), s6=(1.1, 1.1, 1.1)),
+    }
+    d = levels.decide_levels(EIGHT, [1, 16], observations, set(), 1)
+    assert d.action == "measure" and len(d.picks) == 1
+    (pick,) = d.picks
+    assert pick.steps in (4, 5)
+    assert "c1 (" in pick.reason and "c16 (" in pick.reason
+    assert (d.levels[1].best, d.levels[16].best) == (6, 3)
+    assert (d.levels[1].action, d.levels[16].action) == ("measure", "measure")
+
+
+def test_a_settled_level_reports_done_while_another_still_searches() -> None:
+    settled = probes(s2=(1.0, 1.0, 1.0), s3=(1.4, 1.4, 1.4), s4=(1.1, 1.1, 1.1), s8=(0.9, 0.9, 0.9))
+    rising = probes(s2=(1.0, 1.0, 1.0), s3=(1.1, 1.1, 1.1), s4=(1.2, 1.2, 1.2), s8=(1.3, 1.3, 1.3))
+    d = levels.decide_levels(EIGHT, [1, 4], {1: rising, 4: settled}, set(), 1)
+    assert d.action == "measure" and d.picks[0].steps in (5, 6, 7)
+    assert (d.levels[4].action, d.levels[4].best, d.levels[4].sure) == ("done", 3, True)
+    assert d.levels[4].confidence == "sure: s2, s4 clearly slower"
+    assert (d.levels[1].action, d.levels[1].best) == ("measure", 8)
+
+
+def test_a_neighbour_within_noise_at_one_level_probes_beyond_it() -> None:
+    """Both brackets closed, but at c4 s6 is within noise of s5: the search looks at s7."""
+    exact = probes(s4=(1.0, 1.0, 1.0), s5=(1.5, 1.5, 1.5), s6=(1.2, 1.2, 1.2))
+    noisy = probes(s4=(0.80, 0.81, 0.79), s5=(1.01, 0.98, 1.04), s6=(0.99, 1.03, 0.97))
+    d = levels.decide_levels(EIGHT, [1, 4], {1: exact, 4: noisy}, set(), 1)
+    assert d.action == "measure"
+    assert d.picks == (
+        search_core.Pick(7, "a neighbour within noise of the best at 1 level(s): probing beyond it"),
+    )
+
+
+def test_levels_pending_probes_wait_as_the_single_level_search_does() -> None:
+    first = levels.decide_levels(EIGHT, LEVELS, {}, set(), 1).picks[0].steps
+    d = levels.decide_levels(EIGHT, LEVELS, {}, {first}, 1)
+    assert (d.action, d.reason) == ("wait", "every planned probe is in flight")
+    measured = {c: {first: Probe((1.0, 1.0))} for c in LEVELS}
+    planned = [p.steps for p in levels.decide_levels(EIGHT, LEVELS, measured, set(), 2).picks]
+    assert len(planned) == 2
+    stale = next(s for s in EIGHT if s != first and s not in planned)
+    d = levels.decide_levels(EIGHT, LEVELS, measured, {stale}, 2)
+    assert (d.action, d.reason) == (
+        "wait",
+        f"waiting for s{stale} (in flight): its result decides the next probe",
+    )
+    d = levels.decide_levels(EIGHT, LEVELS, measured, {planned[0]}, 2)
+    assert d.action == "measure" and [p.steps for p in d.picks] == planned[1:]
+
+
+def test_levels_stop_at_the_launch_budget_and_say_so() -> None:
+    rng = random.Random(2)
+    observations: dict[int, dict[int, Probe]] = {c: {} for c in LEVELS}
+    while (
+        d := levels.decide_levels(EIGHT, LEVELS, observations, set(), 1, max_launches=2)
+    ).action == "measure":
+        for c in LEVELS:
+            observations[c][d.picks[0].steps] = measure(1.0, 0.03, rng)
+    assert d.action == "done" and len(observations[1]) == 2
+    assert all("launch budget (2) spent" in d.levels[c].confidence for c in LEVELS)
+    assert d.reason.startswith("search finished after 2 launches: c1: s")
+
+
+def test_decide_levels_rejects_bad_levels() -> None:
+    with pytest.raises(ValueError, match="levels"):
+        levels.decide_levels(EIGHT, [], {}, set(), 1)
+    with pytest.raises(ValueError, match="levels"):
+        levels.decide_levels(EIGHT, [4, 4], {}, set(), 1)
+    with pytest.raises(ValueError, match="distinct"):
+        levels.decide_levels([1, 1], [1], {}, set(), 1)
+
+
+def test_objective_gives_samples_and_probes_at_every_level() -> None:
+    runs = [
+        factories.run([100.0], repeat=0, concurrency=1),
+        factories.run([90.0], repeat=1, concurrency=1),
+        factories.run([60.0, 70.0, 80.0], repeat=0, concurrency=8),
+        factories.run([50.0], repeat=1, concurrency=8, error="stream dropped"),
+    ]
+    fact = msgspec.structs.replace(
+        factories.fact(factories.config(4), runs),
+        benchmark=msgspec.structs.replace(
+            factories.fact(factories.config(4), []).benchmark, concurrency=[1, 8]
+        ),
+    )
+    assert objective.level_samples(fact) == {1: [100.0, 90.0], 8: [70.0]}
+    assert objective.decode_samples(fact, 8) == [70.0]
+    assert objective.decode_samples(fact) == [100.0, 90.0]
+    found = objective.level_probes([fact], [1, 8], {1: {"gpu-a": 100.0}, 8: {"gpu-a": 50.0}})
+    assert found == {1: Probe((1.0, 0.9)), 8: Probe((1.4,))}
+    crashed = factories.fact(factories.config(4), [], failure=factories.crash())
+    assert objective.level_probes([crashed], [1, 8], None) == {1: Probe(failed=True), 8: Probe(failed=True)}
+
+
+def test_state_observes_every_level_over_each_hosts_baseline_at_that_level(tmp_path: Path) -> None:
+    root = tmp_path / SWEEP
+    for steps, tps in ((None, {1: 100.0, 4: 50.0}), (2, {1: 150.0, 4: 55.0})):
+        runs = [
+            factories.run([tps[c] * f], repeat=i, concurrency=c)
+            for c in (1, 4)
+            for i, f in enumerate((0.99, 1.0, 1.01))
+        ]
+        factories.write_sweep(tmp_path, [factories.fact(factories.config(steps), runs)])
+    asker = search_state.Asker(root, "gpu-a", "run-1", "host", "")
+    observed = search_state.observe(asker, search_state.parse_candidates(json.dumps(candidates())))
+    assert observed.level_unit == "decode tok/s / host baseline"
+    assert sorted(observed.levels) == [1, 4]
+    assert observed.levels[1]["s2"].median == pytest.approx(1.5)
+    assert observed.levels[4]["s2"].median == pytest.approx(1.1)
+    assert observed.probes["s2"].median == pytest.approx(1.5)  # the single-level view: first level
+
+
+def test_a_launch_missing_at_one_level_counts_as_failed_there_and_is_never_relaunched() -> None:
+    observations = {1: probes(s4=(1.0, 1.0, 1.0)), 4: {}}
+    d = levels.decide_levels(EIGHT, [1, 4], observations, set(), 1)
+    assert d.action == "measure" and d.picks[0].steps != 4
+    assert d.levels[4].best is None and d.levels[4].confidence == "every probe failed"

@@ -1,0 +1,258 @@
+"""What to deploy at each load level, SGLang's adaptive schedule, and adaptive against static.
+
+All three read the step table (with analysis.report.sla's columns), so the numbers they quote are
+the report's cells. A recommendation is per host group = (sweep, host, engine, model), the step
+table's group without the concurrency: every interval the table holds is between repeats of one
+host in one sweep (same baseline, prompts and server build). Pooling hosts would fold their real
+speed differences (the cross-host view) into the noise; hosts that agree give the same answer each,
+and one that disagrees is worth seeing. The adaptive schedule is the exception: one file per
+model, the union of the groups' candidate steps per level (see `adaptive_schedule`).
+
+At each level the recommendation is the fastest config (median decode tok/s, the table's tok/s)
+among those with no failure that meet the SLA; "baseline" instead where speculation does not pay:
+the fastest is speculative but not clearly faster than the baseline (its speedup's 95% interval
+includes 0) and the baseline meets the SLA too. With one repeat there is no interval and the
+medians decide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.report.compare import GROUP, is_baseline
+from analysis.stats import log_ratio_ci, straddles_zero
+from analysis.sweep.config import ADAPTIVE_ALGORITHMS, parse_id
+
+HOST_GROUP = GROUP[:-1]  # sweep, host, engine, model
+LEVEL = GROUP  # one load level of one host group
+_STRINGS = ["sweep_id", "host", "engine", "model", "config"]
+
+
+def is_adaptive(step: pd.DataFrame) -> pd.Series:
+    """Rows of SGLang's adaptive arm (the config's `adaptive` field; its id where the column is absent)."""
+    if "adaptive" in step.columns:
+        return step["adaptive"].astype("boolean").fillna(False).astype(bool)
+    return step["config"].map(_adaptive_id).astype(bool)
+
+
+def _adaptive_id(config: object) -> bool:
+    """Whether a config id names the adaptive arm; ids that are not specsweep's are not."""
+    try:
+        return bool(parse_id(str(config))["adaptive"])
+    except ValueError:
+        return False
+
+
+def eligible(step: pd.DataFrame) -> pd.Series:
+    """Rows that may be recommended: no failure, a median, and not missing the SLA."""
+    meets = step["meets_sla"] if "meets_sla" in step.columns else pd.Series(pd.NA, index=step.index)
+    fine = meets.astype("boolean").fillna(True).astype(bool)
+    return step["failures"].eq(0) & step["decode_tps"].notna() & fine
+
+
+def step_count(step: pd.DataFrame) -> pd.Series:
+    """Speculative steps per row: 0 without speculation, NaN for the adaptive arm."""
+    steps = step["steps"].astype("Float64").where(step["speculative"].astype(bool), 0.0)
+    return steps.where(~is_adaptive(step)).astype("float64")
+
+
+def _levels(step: pd.DataFrame) -> pd.DataFrame:
+    """The measured rows with plain key columns, positional index, and the flags used below."""
+    t = step[step["concurrency"].notna()].reset_index(drop=True)
+    t = t.astype({c: "object" for c in _STRINGS if c in t.columns})
+    return t.assign(_ok=eligible(t), _adaptive=is_adaptive(t), _base=is_baseline(t), _steps=step_count(t))
+
+
+def _fastest(t: pd.DataFrame, mask: pd.Series) -> pd.Series:
+    """Per level, the first row of `mask` by median tok/s (ties: the table's order, baseline first)."""
+    ranked = t[mask].sort_values("decode_tps", ascending=False, kind="stable")
+    return t.index.isin(ranked.drop_duplicates(LEVEL).index)
+
+
+def _against(t: pd.DataFrame, ref: np.ndarray) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Each row's % difference from its level's `ref` row, with the 95% interval (NaN: no ref)."""
+    stats = ["decode_tps", "n_ok", "log_var"]
+    r = t.loc[ref, [*LEVEL, *stats]].rename(columns={c: f"r_{c}" for c in stats})
+    m = t[LEVEL].merge(r, on=LEVEL, how="left")
+    ratio = t["decode_tps"] / m["r_decode_tps"]
+    lo, hi = log_ratio_ci(ratio, t["n_ok"], t["log_var"], m["r_n_ok"], m["r_log_var"])
+    return (ratio - 1.0) * 100.0, lo, hi
+
+
+def _per_level(t: pd.DataFrame, mask: pd.Series | np.ndarray) -> pd.Series:
+    """Per row: whether any row of its level is in `mask`."""
+    return t.assign(_m=mask).groupby(LEVEL, dropna=False, sort=False)["_m"].transform("any").astype(bool)
+
+
+def recommend(step: pd.DataFrame) -> pd.DataFrame:
+    """One row per (host group, concurrency): the config to deploy and why (see the module doc)."""
+    t = _levels(step)
+    fastest = _fastest(t, t["_ok"])
+    base = t["_ok"] & t["_base"]
+    pays = (
+        t["speedup_ci_lo"].gt(0)
+        | (t["speedup_ci_lo"].isna() & t["speedup_pct"].gt(0))
+        | t["speedup_pct"].isna()  # no baseline to compare with
+    )
+    # Where the fastest is speculative and does not pay, the baseline (if eligible) is the answer.
+    back = _per_level(t, fastest & t["speculative"].astype(bool) & ~pays & _per_level(t, base))
+    chosen = np.where(back, base, fastest)
+    _, lo, hi = _against(t, chosen)
+    near = t["_ok"] & ~chosen & straddles_zero(lo, hi).fillna(False).astype(bool)
+    within = t[near].groupby(LEVEL, sort=False)["config"].agg(list).rename("within_noise").reset_index()
+    passed = t.loc[fastest & back, [*LEVEL, "config", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi"]]
+    passed = passed.rename(columns={c: f"fastest_{c}" for c in passed.columns if c not in LEVEL})
+    done = t.assign(_done=t["failures"].eq(0) & t["decode_tps"].notna())
+    counts = done.groupby(LEVEL, dropna=False, sort=False).agg(
+        n_eligible=("_ok", "sum"), n_done=("_done", "sum")
+    )
+    counts = counts.reset_index()
+    out = t[LEVEL].drop_duplicates().merge(t.loc[chosen, [*LEVEL, *_PICKED]], on=LEVEL, how="left")
+    for part in (within, passed, counts):
+        out = out.merge(part, on=LEVEL, how="left")
+    out["within_noise"] = [w if isinstance(w, list) else [] for w in out["within_noise"]]
+    out["reason"] = [_reason(r) for r in out.to_dict("records")]
+    return out.reset_index(drop=True)
+
+
+_PICKED = [
+    "config", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "meets_sla", "goodput_rps",
+    "total_tps", "user_tps", "ttft_p99_ms", "itl_p99_ms",
+]  # fmt: skip
+
+
+def _pct(value: float) -> str:
+    """A signed percentage with one decimal."""
+    return f"{value:+.1f}"
+
+
+def _speedup_text(pct: float, lo: float, hi: float) -> str:
+    """`+5.9% [+3.1, +8.8]`, or without the interval where there is none."""
+    ci = f" [{_pct(lo)}, {_pct(hi)}]" if pd.notna(lo) else " (no CI)"
+    return f"{_pct(pct)}%{ci}"
+
+
+def _reason(r: dict[str, Any]) -> str:
+    """Why this config, in one sentence."""
+    if not isinstance(r["config"], str):
+        if r["n_done"]:
+            return f"none of the {r['n_done']} configs that completed meets the SLA"
+        return "no config completed every repeat"
+    if isinstance(r.get("fastest_config"), str):
+        gain = _speedup_text(r["fastest_speedup_pct"], r["fastest_speedup_ci_lo"], r["fastest_speedup_ci_hi"])
+        return f"speculation does not pay: the fastest, {r['fastest_config']} ({gain}), is within noise of it"
+    if pd.isna(r["speedup_pct"]):
+        return "fastest; no baseline to compare with"
+    if r["speedup_pct"] == 0 and pd.isna(r["speedup_ci_lo"]):
+        return "fastest: no speculative config is faster"
+    return f"fastest; {_speedup_text(r['speedup_pct'], r['speedup_ci_lo'], r['speedup_ci_hi'])} over baseline"
+
+
+def adaptive_table(step: pd.DataFrame) -> pd.DataFrame:
+    """Per level with an adaptive arm: it against the best static config (any other, baseline too)."""
+    if not is_adaptive(step).any():  # the common case: no arm, nothing to compare (and no cost)
+        return pd.DataFrame(columns=ADAPTIVE_COLUMNS)
+    t = _levels(step)
+    static = _fastest(t, t["_ok"] & ~t["_adaptive"])
+    diff, lo, hi = _against(t, static)
+    t = t.assign(diff_pct=diff, ci_lo=lo, ci_hi=hi)
+    best = t.loc[static, [*LEVEL, "config", "decode_tps"]].rename(
+        columns={"config": "best_static", "decode_tps": "static_tps"}
+    )
+    arms = t[t["_adaptive"]].rename(columns={"config": "adaptive_config", "decode_tps": "adaptive_tps"})
+    out = arms[[*LEVEL, "adaptive_config", "adaptive_tps", "diff_pct", "ci_lo", "ci_hi", "_ok"]].merge(
+        best, on=LEVEL, how="left"
+    )
+    # At least as fast: not clearly slower (the interval of adaptive / static reaches 0 or above).
+    by_ci = out["ci_hi"].ge(0).where(out["ci_hi"].notna())
+    by_median = out["diff_pct"].ge(0).where(out["diff_pct"].notna())
+    known = by_ci.fillna(by_median).astype("boolean")
+    out["at_least_as_fast"] = known.where(out["_ok"], False)
+    out["verdict"] = [_verdict(r) for r in out.to_dict("records")]
+    return out[ADAPTIVE_COLUMNS].reset_index(drop=True)
+
+
+ADAPTIVE_COLUMNS = [
+    *LEVEL, "adaptive_config", "adaptive_tps", "best_static", "static_tps", "diff_pct", "ci_lo", "ci_hi",
+    "at_least_as_fast", "verdict",
+]  # fmt: skip
+
+
+def _verdict(r: dict[str, Any]) -> str:
+    """Adaptive against the best static config, in words."""
+    if not r["_ok"]:
+        return "adaptive failed or misses the SLA"
+    if not isinstance(r["best_static"], str):
+        return "no static config to compare with"
+    if pd.isna(r["ci_lo"]):
+        word = "as fast or faster" if r["diff_pct"] >= 0 else "slower"
+        return f"{word} than {r['best_static']} by median ({_pct(r['diff_pct'])}%, no CI)"
+    gap = _speedup_text(r["diff_pct"], r["ci_lo"], r["ci_hi"])
+    if r["ci_lo"] > 0:
+        return f"faster than {r['best_static']}: {gap}"
+    if r["ci_hi"] < 0:
+        return f"slower than {r['best_static']}: {gap}"
+    return f"as fast as {r['best_static']} (within noise): {gap}"
+
+
+def step_choices(step: pd.DataFrame, adaptive_ready: bool = False) -> pd.DataFrame:
+    """Per level: the best step count (0 = baseline) and those within noise of it, sorted.
+
+    Static configs only; adaptive_ready keeps those SGLang's adaptive mode can switch between
+    (top-k 1, or unset: adaptive_unsupported_reason refuses any other).
+    """
+    t = _levels(step)
+    keep = t["_ok"] & ~t["_adaptive"]
+    if adaptive_ready:
+        keep &= t["topk"].isna() | t["topk"].eq(1)
+    best = _fastest(t, keep)
+    _, lo, hi = _against(t, best)
+    near = keep & (best | straddles_zero(lo, hi).fillna(False).astype(bool))
+    out = (
+        t[near]
+        .groupby(LEVEL, sort=False)
+        .agg(candidates=("_steps", lambda s: sorted({int(x) for x in s})))
+        .reset_index()
+    )
+    chosen = t.loc[best, [*LEVEL, "_steps", "config"]].rename(columns={"_steps": "best_steps"})
+    out = out.merge(chosen.astype({"best_steps": "int64"}), on=LEVEL, how="left")
+    out["steps_lo"] = [min(c) for c in out["candidates"]]
+    out["steps_hi"] = [max(c) for c in out["candidates"]]
+    return out
+
+
+class ScheduleError(ValueError):
+    """The measurements make no adaptive schedule (nothing eligible, or several models)."""
+
+
+def adaptive_schedule(step: pd.DataFrame) -> tuple[dict[str, dict[str, list[int]]], list[str]]:
+    """SGLang's --speculative-adaptive-config from the measurements, and warnings.
+
+    Keys: the measured concurrency levels (SGLang routes a batch to the largest key at or below
+    it); candidate_steps: the best step count and those within noise of it, 0 for the baseline. One
+    file serves one model: over several hosts or sweeps, a level's steps are the union of theirs.
+    """
+    t = _levels(step)
+    models = t[["engine", "model"]].drop_duplicates()
+    if len(models) > 1:
+        names = ", ".join(f"{e} {m}" for e, m in models.itertuples(index=False))
+        raise ScheduleError(f"an adaptive config serves one model; these results hold {names}")
+    warnings = []
+    engines = set(t["engine"])
+    algorithms = {str(a).upper() for a in t.loc[t["speculative"].astype(bool), "algorithm"].dropna()}
+    if engines != {"sglang"} or not algorithms <= set(ADAPTIVE_ALGORITHMS):
+        warnings.append(
+            f"SGLang runs adaptive speculation for {'/'.join(ADAPTIVE_ALGORITHMS)} only; these results "
+            f"are {', '.join(sorted(engines))} {', '.join(sorted(algorithms)) or ''}".rstrip()
+        )
+    choices = step_choices(step, adaptive_ready=True)
+    missing = sorted(set(t["concurrency"].astype(int)) - set(choices["concurrency"].astype(int)))
+    if missing:
+        warnings.append(f"no eligible config at concurrency {', '.join(map(str, missing))}: left out")
+    if choices.empty:
+        raise ScheduleError("no concurrency level has a config that completed and met the SLA")
+    union = choices.groupby("concurrency")["candidates"].agg(lambda s: sorted(set().union(*s)))
+    return {str(int(c)): {"candidate_steps": steps} for c, steps in union.items()}, warnings

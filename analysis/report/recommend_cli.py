@@ -1,0 +1,149 @@
+"""`recommend` subcommand: the config to deploy per load level, and SGLang's adaptive config file.
+
+    python -m analysis recommend DIR [DIR...] [--format text|markdown|json]
+        [--sla-ttft-p99-ms N] [--sla-itl-p99-ms N] [--adaptive-config FILE]
+
+JSON: one object per host group (sweep, host, engine, model; see analysis.report.recommend for
+why), the object itself when there is one group, a list of them when there are several:
+    {"sweep_id", "host", "engine", "model", "sla": {...},
+     "by_concurrency": {"1": {"config", "tok_s", "speedup_ci", "within_noise", "meets_sla",
+                              "goodput_rps", "speedup_pct", "total_tok_s", "per_user_tok_s",
+                              "reason", "adaptive"}, ...}}
+tok_s is the median decode tok/s per request (the report's tok/s), speedup_ci the 95% interval of
+the speedup over the baseline in % (null for the baseline itself), meets_sla and goodput_rps null
+without an SLA, adaptive null where no adaptive arm was measured at that level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis.facts.options import add_load_options, load
+from analysis.report.cli import build_tables
+from analysis.report.deploy import recommend_blocks
+from analysis.report.recommend import HOST_GROUP, ScheduleError, adaptive_schedule, adaptive_table, recommend
+from analysis.report.render import layout
+from analysis.report.sla import Sla, add_sla_options
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+FORMATS = ("text", "markdown", "json")
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register `recommend` on the CLI's subparsers."""
+    parser = subparsers.add_parser(
+        "recommend",
+        help="the config to deploy per concurrency level",
+        description="Per host group and concurrency: the fastest config meeting the SLA (baseline where "
+        "speculation does not pay), its speedup CI, the configs within noise of it, goodput, and "
+        "whether SGLang's adaptive arm is at least as fast as the best static config.",
+    )
+    add_load_options(parser)
+    parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
+    add_sla_options(parser)
+    parser.add_argument(
+        "--adaptive-config", type=Path, metavar="FILE",
+        help="also write SGLang's --speculative-adaptive-config: per measured concurrency, the best step "
+        "count and those within noise of it (0: no speculation)",
+    )  # fmt: skip
+    parser.set_defaults(func=run)
+
+
+def _number(value: Any) -> float | None:
+    """A JSON number, or null for a missing one."""
+    return None if value is None or pd.isna(value) else float(value)
+
+
+def _flag(value: Any) -> bool | None:
+    """A JSON boolean, or null for a missing one."""
+    return None if value is None or pd.isna(value) else bool(value)
+
+
+def _level(r: dict[str, Any], arm: dict[str, Any] | None) -> dict[str, Any]:
+    """One level of one host group as JSON."""
+    lo, hi = _number(r["speedup_ci_lo"]), _number(r["speedup_ci_hi"])
+    adaptive = None
+    if arm is not None:
+        ci = [_number(arm["ci_lo"]), _number(arm["ci_hi"])]
+        adaptive = {
+            "config": arm["adaptive_config"],
+            "tok_s": _number(arm["adaptive_tps"]),
+            "best_static": arm["best_static"] if isinstance(arm["best_static"], str) else None,
+            "vs_best_static_pct": _number(arm["diff_pct"]),
+            "vs_best_static_ci": ci if None not in ci else None,
+            "at_least_as_fast": _flag(arm["at_least_as_fast"]),
+            "verdict": arm["verdict"],
+        }
+    return {
+        "config": r["config"] if isinstance(r["config"], str) else None,
+        "tok_s": _number(r["decode_tps"]),
+        "speedup_ci": [lo, hi] if lo is not None and hi is not None else None,
+        "within_noise": list(r["within_noise"]),
+        "meets_sla": _flag(r["meets_sla"]),
+        "goodput_rps": _number(r["goodput_rps"]),
+        "speedup_pct": _number(r["speedup_pct"]),
+        "total_tok_s": _number(r["total_tps"]),
+        "per_user_tok_s": _number(r["user_tps"]),
+        "reason": r["reason"],
+        "adaptive": adaptive,
+    }
+
+
+def as_json(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> Any:
+    """The recommendation as the documented JSON (one object, or a list for several host groups)."""
+    level = [*HOST_GROUP, "concurrency"]
+    arms = {tuple(a[c] for c in level): a for a in adaptive.drop_duplicates(level).to_dict("records")}
+    groups = []
+    for key, part in rec.groupby(HOST_GROUP, dropna=False, sort=False):
+        by = {
+            str(int(r["concurrency"])): _level(r, arms.get(tuple(r[c] for c in level)))
+            for r in part.to_dict("records")
+        }
+        names = dict(zip(HOST_GROUP, key, strict=True))
+        sla_json = {"ttft_p99_ms": sla.ttft_p99_ms, "itl_p99_ms": sla.itl_p99_ms}
+        groups.append({**names, "sla": sla_json, "by_concurrency": by})
+    return groups[0] if len(groups) == 1 else groups
+
+
+def write_schedule(path: Path, schedule: dict[str, Any]) -> None:
+    """Write the adaptive config atomically, levels in numeric order (SGLang reads it at start)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(schedule, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load, recommend, print; write the adaptive config if asked (exit 2 when it cannot be made)."""
+    result = load(args)
+    if result.runs.empty:
+        print(f"no readable result facts under {' '.join(map(str, args.sweeps))}", file=sys.stderr)
+        return EXIT_USAGE
+    sla = Sla.from_args(args)
+    step = build_tables(result, sla=sla).step
+    rec = recommend(step)
+    adaptive = adaptive_table(step)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(as_json(rec, adaptive, sla), indent=2) + "\n")
+    else:
+        sys.stdout.write(layout(recommend_blocks(rec, adaptive, sla), args.format))
+    if args.adaptive_config is None:
+        return EXIT_OK
+    try:
+        schedule, warnings = adaptive_schedule(step)
+    except ScheduleError as exc:
+        print(f"analysis recommend: --adaptive-config: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for warning in warnings:
+        print(f"analysis recommend: warning: {warning}", file=sys.stderr)
+    write_schedule(args.adaptive_config, schedule)
+    print(f"wrote {args.adaptive_config}", file=sys.stderr)
+    return EXIT_OK

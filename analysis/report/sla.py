@@ -1,0 +1,160 @@
+"""Latency SLAs, goodput and throughput per (config, concurrency): what a deployment is judged by.
+
+Goodput follows DistServe and SGLang 0.5.23's `sglang.benchmark.goodput.calculate_goodput`: a
+request is good when it succeeded and each per-request latency given an SLO is at most it; the
+latencies compared are the request's TTFT and its TPOT, (e2e latency - TTFT) / (output tokens - 1),
+0 for a single-token answer (goodput.py lines 32-35); goodput is good requests / the run's
+duration. Our `--sla-itl-p99-ms` is that TPOT SLO per request (SGLang's `--goodput tpot:N`), and
+the config-level "meets SLA" asks the same number of the p99 inter-token gap the step table shows.
+
+Throughput for the Pareto front: total tok/s = every request's output tokens / the run's duration;
+per-user tok/s = total / concurrency (vLLM's `bench sweep plot_pareto`, tokens_per_user). Cell
+values are medians over a config's measured repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.report.compare import GROUP
+
+CELL = [*GROUP, "config"]  # one step-table row
+SLA_COLUMNS = ["total_tps", "user_tps", "goodput_rps", "slo_attainment", "meets_sla"]
+
+
+@dataclass(frozen=True)
+class Sla:
+    """Latency targets in milliseconds; None where not given."""
+
+    ttft_p99_ms: float | None = None
+    itl_p99_ms: float | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether any target was set (without one there is no goodput, as in SGLang)."""
+        return self.ttft_p99_ms is not None or self.itl_p99_ms is not None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Sla:
+        """The SLA that add_sla_options' options give."""
+        return cls(args.sla_ttft_p99_ms, args.sla_itl_p99_ms)
+
+    def describe(self) -> str:
+        """The targets as one phrase: TTFT p99 <= 500 ms, ITL p99 <= 50 ms."""
+        parts = [
+            f"{name} p99 <= {value:g} ms"
+            for name, value in (("TTFT", self.ttft_p99_ms), ("ITL", self.itl_p99_ms))
+            if value is not None
+        ]
+        return ", ".join(parts) or "no SLA"
+
+
+def _ms(text: str) -> float:
+    """A latency target in milliseconds, > 0."""
+    value = float(text)
+    if not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of milliseconds")
+    return value
+
+
+def add_sla_options(parser: argparse.ArgumentParser) -> None:
+    """--sla-ttft-p99-ms and --sla-itl-p99-ms (report and recommend)."""
+    parser.add_argument(
+        "--sla-ttft-p99-ms", type=_ms, metavar="N",
+        help="SLA on time to first token: a config meets it with p99 TTFT <= N ms; a request counts "
+        "toward goodput with TTFT <= N",
+    )  # fmt: skip
+    parser.add_argument(
+        "--sla-itl-p99-ms", type=_ms, metavar="N",
+        help="SLA on inter-token latency: a config meets it with p99 ITL <= N ms; a request counts "
+        "toward goodput with TPOT <= N (SGLang's goodput)",
+    )  # fmt: skip
+
+
+def good_requests(requests: pd.DataFrame, sla: Sla) -> pd.Series:
+    """Per request: succeeded and within every SLO given (SGLang's calculate_goodput)."""
+    ok = requests["error"].isna()
+    tokens = requests["output_tokens"].astype("float64")
+    ttft = requests["ttft_s"].astype("float64")
+    # A single-token response has no inter-token interval: its TPOT counts as 0.
+    tpot = ((requests["e2e_s"] - ttft) / (tokens - 1.0)).where(tokens > 1, 0.0)
+    good = ok.copy()
+    if sla.ttft_p99_ms is not None:
+        good &= ttft * 1000.0 <= sla.ttft_p99_ms
+    if sla.itl_p99_ms is not None:
+        good &= tpot * 1000.0 <= sla.itl_p99_ms
+    return good.fillna(False).astype(bool)
+
+
+def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd.DataFrame:
+    """One row per measured run: total tok/s, goodput (req/s) and SLO attainment.
+
+    Every measured run, a repeat with a failed request included: goodput counts a failed request
+    as not good (as SGLang does), and output tokens are those of the requests that completed.
+    """
+    measured = runs[runs["run_index"].notna()]
+    keys = ["fact_id", "run_index"]
+    out = measured[[*CELL[:-1], "config_id", *keys, "duration_s", "output_tokens"]].astype(
+        {"config_id": "object"}
+    )
+    duration = out["duration_s"].where(out["duration_s"] > 0)
+    out = out.assign(total_tps=out["output_tokens"].astype("float64").fillna(0.0) / duration)
+    if requests is None or requests.empty or not sla.given:
+        return out.assign(goodput_rps=np.nan, slo_attainment=np.nan)
+    counted = (
+        requests.assign(good=good_requests(requests, sla))
+        .groupby(keys, observed=True)["good"]
+        .agg(n_good="sum", n_sent="count")
+        .reset_index()
+        .astype({"run_index": "Int64"})
+    )
+    out = out.merge(counted, on=keys, how="left")
+    return out.assign(
+        goodput_rps=out["n_good"].astype("float64") / duration.to_numpy(),
+        slo_attainment=out["n_good"].astype("float64") / out["n_sent"].astype("float64"),
+    )
+
+
+def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:
+    """Per step-table row: p99 TTFT and p99 ITL within the targets; <NA> without an SLA.
+
+    A missing p99 (a config that failed, or a JSONL without it) does not meet a target.
+    """
+    if not sla.given:
+        return pd.Series(pd.NA, index=step.index, dtype="boolean")
+    ok = pd.Series(True, index=step.index)
+    if sla.ttft_p99_ms is not None:
+        ok &= step["ttft_p99_ms"].le(sla.ttft_p99_ms).fillna(False).astype(bool)
+    if sla.itl_p99_ms is not None:
+        ok &= step["itl_p99_ms"].le(sla.itl_p99_ms).fillna(False).astype(bool)
+    return ok.astype("boolean")
+
+
+def with_sla(step: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd.DataFrame:
+    """The step table with SLA_COLUMNS: medians over each cell's measured repeats, and the verdict."""
+    per_run = run_table(runs, requests, sla).rename(columns={"config_id": "config"})
+    cells = (
+        per_run.groupby(CELL, dropna=False, observed=True)
+        .agg(
+            total_tps=("total_tps", "median"),
+            goodput_rps=("goodput_rps", "median"),
+            slo_attainment=("slo_attainment", "median"),
+        )
+        .reset_index()
+    )
+    keys = step[CELL].astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
+    cells = cells.astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
+    cells = cells.astype({"concurrency": "Int64"})
+    found = keys.merge(cells, on=CELL, how="left")
+    out = step.drop(columns=[c for c in SLA_COLUMNS if c in step.columns]).reset_index(drop=True)
+    out["total_tps"] = found["total_tps"].to_numpy()
+    out["user_tps"] = out["total_tps"] / out["concurrency"].astype("float64")
+    out["goodput_rps"] = found["goodput_rps"].to_numpy()
+    out["slo_attainment"] = found["slo_attainment"].to_numpy()
+    out["meets_sla"] = meets(out, sla)
+    return out
