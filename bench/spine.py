@@ -118,7 +118,7 @@ def overhead(results: Path) -> float:
     t0 = time.monotonic()
     proc = subprocess.run(
         [str(BIN / "ansible-playbook"), "sweep.yml", "-e", "steps=1,2,4",
-         "-e", f"sweep_plan_results_dir={results}", "-e", "sweep_id=overhead"],
+         "-e", f"results_dir={results}", "-e", "sweep_id=overhead"],
         cwd=REPO, capture_output=True, text=True, check=False,
     )  # fmt: skip
     wall = time.monotonic() - t0

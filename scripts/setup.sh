@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(openssh-server iproute2 util-linux systemd systemd-container debootstrap)
+APT_PACKAGES=(openssh-server iproute2 util-linux systemd systemd-container debootstrap prometheus chromium)
 
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
   missing=()

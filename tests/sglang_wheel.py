@@ -5,12 +5,19 @@ The tests read its argument parsers and benchmark code to check what we pass it.
 
 from __future__ import annotations
 
+import ast
+import bisect
+import json
+import logging
+import math
 import subprocess
 import sys
 import zipfile
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-CACHE = Path(__file__).resolve().parents[2] / ".cache" / "sglang-0.5.23"
+CACHE = Path(__file__).resolve().parents[1] / ".cache" / "sglang-0.5.23"
 
 
 def sglang_source(*parts: str) -> Path:
@@ -28,3 +35,30 @@ def sglang_source(*parts: str) -> Path:
         with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
             whl.extractall(CACHE, [n for n in whl.namelist() if n.startswith(tuple(missing))])
     return CACHE / "sglang"
+
+
+# What the loader and the classes that use it need from the rest of sglang (the module imports
+# server args and runtime context, which pull in torch): the names below are stubbed, the code is
+# SGLang's own, taken from the wheel's source by name.
+TAKEN = ("DEFAULT_ADAPTIVE_CONFIG", "_load_adaptive_config", "AdaptiveStepSlot", "AdaptiveSpeculativeParams")
+
+
+def sglang_adaptive() -> dict[str, Any]:
+    """_load_adaptive_config and the classes that route a batch with it, from the 0.5.23 source."""
+    path = sglang_source("sglang/srt/speculative/") / "srt" / "speculative" / "adaptive_spec_params.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    kept = []
+    for node in tree.body:
+        names = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        if getattr(node, "name", None) in TAKEN or set(names) & set(TAKEN):
+            kept.append(node)
+    assert len(kept) == len(TAKEN), f"0.5.23's adaptive_spec_params.py changed: found {len(kept)} of {TAKEN}"
+    namespace: dict[str, Any] = {
+        "json": json, "math": math, "bisect": bisect, "cached_property": cached_property,
+        "logger": logging.getLogger("sglang-adaptive-test"), "log_info_on_rank0": lambda *_: None,
+        "__name__": "sglang_adaptive_spec_params",
+    }  # fmt: skip
+    exec(compile(ast.Module(kept, type_ignores=[]), str(path), "exec"), namespace)  # SGLang's own code
+    return namespace

@@ -64,6 +64,14 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     env_profile: str = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
+        # The id cannot name these ("sNone", a "baseline" with steps), and engines would render them.
+        if self.speculative and self.steps is None and not self.adaptive:
+            raise ValueError("steps: required when speculative is true")
+        if not self.speculative:
+            fields = ("algorithm", "steps", "topk", "draft_tokens")
+            given = [n for n in fields if getattr(self, n) is not None]
+            if given or self.adaptive:
+                raise ValueError(f"{(given or ['adaptive'])[0]}: must be unset when speculative is false")
         made = config_id(
             self.steps, self.topk, self.draft_tokens, self.env_profile, self.speculative, self.adaptive
         )
@@ -144,16 +152,19 @@ def make(
     draft_tokens: int | None = None,
     algorithm: str | None = None,
     env_profile: str = DEFAULT_PROFILE,
+    adaptive: bool = False,
 ) -> Config:
-    """A config from its fields; `steps` None is the baseline (no speculation)."""
+    """A config from its fields; `steps` None is the baseline (no speculation); an adaptive config
+    starts from `steps`."""
     speculative = steps is not None
     return Config(
-        id=config_id(steps, topk, draft_tokens, env_profile),
+        id=config_id(steps, topk, draft_tokens, env_profile, speculative, adaptive),
         speculative=speculative,
         algorithm=algorithm if speculative else None,
         steps=steps,
         topk=topk,
         draft_tokens=draft_tokens,
+        adaptive=adaptive,
         env_profile=env_profile,
     )
 
@@ -198,7 +209,9 @@ def engine_problems(config: Config, engine: str) -> list[str]:
         return problems
     if algorithm is None:
         return []  # the host's sglang_server_speculative_algorithm, checked when rendered
-    name = algorithm.upper()  # SGLang upper-cases it too
+    # The exact spelling: SGLang would upper-case it, but facts and tables group configs by it
+    # ("eagle3" beside "EAGLE3"); the host's default is upper-cased when rendered.
+    name = algorithm
     if name not in SGLANG_ALGORITHMS:
         known = ", ".join(ALGORITHMS["sglang"])
         return [f"algorithm: {algorithm!r} is not known to sglang (one of: {known})"]

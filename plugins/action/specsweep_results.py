@@ -1,23 +1,26 @@
-"""Write into the sweep's results folder, in the ansible-playbook process on the controller.
+"""The sweep's results folder on the controller, in the ansible-playbook process.
 
-An action plugin, not a command: the fact of each config is written between two configs, and a
-module round trip there (fork, AnsiballZ, a fresh Python) costs more than the write itself.
+An action plugin, not a module: it runs between two configs, and a module round trip there (fork,
+AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
+- start: whether this host measures a config now (resume, shard claims) and its progress line;
+- fact: write one (host, config) fact, from what the config's tasks registered;
+- preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-# The schema's one writer (the repo is installed in the venv: scripts/setup.sh).
+# The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts import record
+from analysis.sweep import outcome, progress
 
-ACTIONS = ("fact", "plan", "claim")
+KINDS = ("start", "fact", "preflight")
 
 
 def plain(value: Any) -> Any:
@@ -26,34 +29,71 @@ def plain(value: Any) -> Any:
 
 
 class ActionModule(ActionBase):
-    """fact: one (host, config) fact; plan: sweep.json + plan.json; claim: a shard config for a host."""
+    """start / fact / preflight, with `where` (dir, run_id, host, follows) or `path`."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    _VALID_ARGS = frozenset((*ACTIONS, "path"))
+    # start: where, index, total, shared, retake; fact: where, failed_result, log_tail;
+    # preflight: host_plan, path.
+    _VALID_ARGS = frozenset(KINDS).union(
+        ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path")
+    )
 
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
-        args = self._task.args
-        given = [a for a in ACTIONS if a in args]
-        if len(given) != 1 or not args.get("path"):
-            raise AnsibleActionFail(f"specsweep_results needs path and exactly one of {', '.join(ACTIONS)}")
-        path = Path(str(args["path"]))
+        args = plain(self._task.args)
+        kinds = [k for k in KINDS if k in args]
+        if len(kinds) != 1:
+            raise AnsibleActionFail(f"specsweep_results needs exactly one of {', '.join(KINDS)}")
+        if kinds[0] == "start":
+            return {**result, **self._start(args, task_vars or {})}
+        if kinds[0] == "preflight":
+            return {**result, **self._preflight(args)}
+        return {**result, **self._fact(args)}
+
+    def _start(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         if self._task.check_mode:
-            return {**result, "changed": True, "path": str(path)}
-        if given[0] == "fact":
-            try:
-                fact = record.write_fact(plain(args["fact"]), path)
-            except (KeyError, TypeError, ValueError) as exc:
-                raise AnsibleActionFail(f"{path}: not a valid fact: {exc}") from exc
-            return {**result, "changed": True, "path": str(path), "status": fact.status}
-        if given[0] == "plan":
-            text = record.write_plan(plain(args["plan"]), path)
-            return {**result, "changed": True, "path": str(path), "msg": text}
-        # Shard mode: mkdir is atomic, so exactly one host claims each config.
+            return {"changed": False, "measure": True, "started_at": 0.0, "specsweep_say": ""}
+        sweep = task_vars["specsweep_plan"]["sweep"]
+        # Hosts of the run that left it (unreachable, failed): their shard claims are taken over.
+        lost = set(sweep["hosts"]) - set(task_vars["ansible_play_hosts"])
+        started = progress.start(
+            args["where"], args["start"]["id"], int(args["index"]), int(args["total"]), bool(args["shared"]),
+            since=float(sweep["run_started_at"]), lost=lost, retake=bool(args.get("retake")),
+        )  # fmt: skip
+        return {"changed": False, **started}
+
+    def _fact(self, args: dict[str, Any]) -> dict[str, Any]:
+        where = args["where"]
+        config_id = args["fact"]["config"]["id"]
+        if self._task.check_mode:
+            return {"changed": False, "status": "ok"}
+        if where.get("follows"):
+            # A follower records nothing of its own: its leader's facts cover it.
+            return {"changed": False, "status": "followed"}
+        path = Path(where["dir"], where["host"], f"{config_id}.json")
+        built = outcome.payload(args["fact"], args.get("failed_result"), args.get("log_tail") or [])
         try:
-            os.makedirs(path.parent, exist_ok=True)
-            os.mkdir(path)
-        except FileExistsError:
-            return {**result, "changed": False, "path": str(path), "claimed": False}
-        return {**result, "changed": True, "path": str(path), "claimed": True}
+            fact = record.write_fact(built, path)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise AnsibleActionFail(f"{path}: not a valid fact: {exc}") from None  # the message says it all
+        if where.get("followed"):
+            # This run's marker (an earlier run's fact must not release the followers).
+            marker = Path(where["dir"], ".claims", where["run_id"], f"{where['host']}-{config_id}.recorded")
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        say = f"{config_id}: recorded"
+        if fact.failure is not None:
+            why = fact.failure
+            say = f"{config_id}: failed in {why.phase}: {why.cause} ({why.message[:200]})"
+        return {"changed": True, "status": fact.status, "path": str(path), "specsweep_say": say}
+
+    def _preflight(self, args: dict[str, Any]) -> dict[str, Any]:
+        host_plan = args["host_plan"]
+        found = args["preflight"] or {}
+        problems = [*host_plan.get("problems", []), *found.get("problems", [])]
+        preflight = {**found, "problems": problems, "engine": host_plan["engine"]}
+        if not self._task.check_mode:
+            record.write_json_atomic(Path(args["path"]), preflight)
+        say = "; ".join(problems) if problems else ""
+        return {"changed": False, "record": preflight, "problems": problems, "specsweep_say": say}

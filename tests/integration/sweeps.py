@@ -56,7 +56,7 @@ def playbook_argv(inventory: Path, results: Path, *extra: str) -> list[str]:
     """The ansible-playbook command line for a sweep with results under `results`."""
     return [
         str(Path(sys.executable).parent / "ansible-playbook"), "sweep.yml", "-i", str(inventory),
-        "-e", f"sweep_plan_results_dir={results}", *extra,
+        "-e", f"results_dir={results}", *extra,
     ]  # fmt: skip
 
 

@@ -56,14 +56,17 @@ def test_server_that_dies_mid_benchmark_is_recorded_failed_and_the_sweep_goes_on
         return "specsweep_bench.py" in hosts.run_in_host("fleet1", ["ps", "-eo", "args"]).stdout
 
     wait_for(benchmarking, "benchmark of the baseline", proc)
-    server = json.loads(pidfile.read_text())["pid"]  # the suite's own pidfile names the server
+    server = json.loads(pidfile.read_text())["server_pid"]  # the suite's own pidfile names the server
     assert hosts.run_in_host("fleet1", ["kill", "-KILL", str(server)]).returncode == 0
     assert proc.wait(timeout=600) != 0  # a failed config fails the run, at its end
     log = (tmp_path / "sweep.log").read_text()
     baseline = json.loads((tmp_path / "D" / "fleet1" / "baseline.json").read_text())
     assert baseline["status"] == "failed", baseline["failure"]
-    assert baseline["failure"]["phase"] == "benchmark", baseline["failure"]
-    assert baseline["failure"]["message"], baseline["failure"]
+    failure = baseline["failure"]
+    # The server's death, named as such: not the client's "connection refused".
+    assert (failure["phase"], failure["cause"]) == ("benchmark", "server_exited"), failure
+    assert failure["message"].startswith("server exited (signal 9: SIGKILL) during benchmark"), failure
+    assert failure["log_tail"], failure
     s1 = json.loads((tmp_path / "D" / "fleet1" / "s1.json").read_text())
     assert s1["status"] == "ok", log[-3000:]  # the sweep went on to the next config
     assert "fleet1/baseline" in log
@@ -108,3 +111,35 @@ def test_hosts_lost_before_and_during_a_sweep_leave_the_others_to_finish(
     # The end of the run names the lost hosts and what they did not measure.
     assert "fleet3: not reached; not measured: baseline, s1, s2" in log, log[-3000:]
     assert "fleet2: lost mid-sweep; not measured: s1, s2" in log, log[-3000:]
+
+
+def test_a_shard_host_lost_mid_benchmark_leaves_its_config_to_the_others_in_the_same_run(
+    make_ssh_hosts, wheelhouse: Path, tmp_path: Path
+) -> None:
+    hosts = make_ssh_hosts(["shard1", "shard2"])
+    inventory = hosts.write_inventory(tmp_path / "hosts.yml", hostvars=host_vars(hosts, wheelhouse))
+    install = playbook(inventory, tmp_path, "install", "-e", "plan_only=true")
+    assert install.proc.returncode == 0, install.output[-4000:]
+    proc = start_sweep(inventory, tmp_path, "-e", "sweep_id=S", "-e", "mode=shard", "-e", "steps=1..4",
+                       "-e", "repeats=2", "-e", "max_tokens=48", "-e", "warmup=0")  # fmt: skip
+    claims = tmp_path / "S" / ".claims"
+
+    def shard2_benchmarks_its_claim() -> str | None:
+        mine = [p.parent.name for p in claims.glob("*/*/claim.json") if '"shard2"' in p.read_text()]
+        running = "specsweep_bench.py" in hosts.run_in_host("shard2", ["ps", "-eo", "args"]).stdout
+        return mine[-1] if mine and running else None
+
+    wait_for(shard2_benchmarks_its_claim, "shard2 measuring a config it claimed", proc)
+    claimed = {p.parent.name for p in claims.glob("*/*/claim.json") if '"shard2"' in p.read_text()}
+    hosts.stop_host("shard2")  # its sshd and everything in it, mid-benchmark
+    assert proc.wait(timeout=900) == 4  # a host lost: Ansible's "unreachable"
+    log = (tmp_path / "sweep.log").read_text()
+    facts = {p.relative_to(tmp_path / "S").as_posix(): json.loads(p.read_text())["status"]
+             for p in (tmp_path / "S").glob("*/*.json")}  # fmt: skip
+    measured = {name.split("/")[1].removesuffix(".json") for name, status in facts.items() if status == "ok"}
+    # Every config measured in this run, the lost host's claim by the host that is left.
+    assert measured >= {"baseline", "s1", "s2", "s3", "s4"}, (facts, log[-3000:])
+    unfinished = claimed - {n.split("/")[1].removesuffix(".json") for n in facts if n.startswith("shard2/")}
+    assert all(f"shard1/{c}.json" in facts for c in unfinished), (claimed, facts)
+    assert "taking over from shard2, which left the run" in log, log[-3000:]
+    assert "shard2: lost mid-sweep" in log, log[-3000:]

@@ -170,7 +170,7 @@ def run_night(tmp: Path, inventory: Path) -> tuple[subprocess.CompletedProcess[s
     """One night through the ansible-runner entry point, from a cwd outside the repo."""
     argv = [sys.executable, str(REPO / "scripts" / "nightly.py"), "-i", str(inventory)]
     argv += ["--dir", "nightly", "--history", "history.sqlite", "--keep", str(KEEP)]
-    argv += ["-e", f"sweep_plan_results_dir={tmp / 'results'}"]
+    argv += ["-e", f"results_dir={tmp / 'results'}"]
     env = {**sweep_env(), "SPECSWEEP_ANALYSIS_CACHE": str(tmp / "analysis-cache")}
     proc = subprocess.run(argv, cwd=tmp, env=env, capture_output=True, text=True, timeout=900)
     night = re.search(r"^night (nightly-\d{8}T\d{6}Z): ", proc.stdout, re.M)

@@ -85,10 +85,11 @@ def test_plan_for_sglang_hosts_shows_full_argv_env_and_host_problems(
     assert "s3cr3t-key" not in (run.sweep_dir / "plan.json").read_text()
     assert entries["s2-k1-d3"]["env"] == {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"}
     assert "--speculative-algorithm" not in entries["baseline"]["argv"]
-    warnings = " ".join(host["warnings"])
-    assert "cannot import sglang on sshost1" in warnings
-    assert "model path /opt/models/Kimi-K2.5-int4 does not exist on sshost1" in warnings
-    assert "WARNING: " in run.output  # the printed plan shows them too
+    # What the host's preflight found stops it; plan_only shows it and records it beside the plan.
+    problems = " ".join(json.loads((run.sweep_dir / "sshost1.preflight.json").read_text())["problems"])
+    assert "cannot import sglang on sshost1" in problems
+    assert "/opt/models/Kimi-K2.5-int4 does not exist on sshost1" in problems
+    assert re.search(r"^\[sshost1\] .*cannot import sglang on sshost1", run.output, re.M), run.output[-3000:]
 
 
 def test_env_profiles_multiply_the_grid_and_resolve_per_config(sglang_inventory: Path, run_sweep) -> None:
@@ -186,8 +187,8 @@ def test_multi_node_plan_renders_each_rank_and_a_rank_without_its_leader_is_a_pr
             rank,
             "10.0.0.1:5000",
         )
-    assert "node rank 1 on sshost2 needs specsweep_follows" in " ".join(plan["hosts"]["sshost2"]["warnings"])
-    assert "specsweep_follows" not in " ".join(plan["hosts"]["sshost1"]["warnings"])
+    assert "node rank 1 on sshost2 needs specsweep_follows" in " ".join(plan["hosts"]["sshost2"]["problems"])
+    assert "specsweep_follows" not in " ".join(plan["hosts"]["sshost1"]["problems"])
 
 
 def test_a_host_that_follows_another_runs_each_config_beside_it_and_records_nothing(
@@ -201,6 +202,5 @@ def test_a_host_that_follows_another_runs_each_config_beside_it_and_records_noth
     assert sorted(run.facts()) == [("sshost1", "baseline"), ("sshost1", "s1")]  # the leader's facts only
     logs = ssh_hosts.opt_dir("sshost2") / "specsweep" / "run" / run.sweep_dir.name
     assert sorted(p.name for p in logs.glob("*.log")) == ["baseline.log", "s1.log"]  # it ran its part of each
-    assert "Run this host's part until its leader has recorded s1" in run.output
     ps = ssh_hosts.run_in_host("sshost2", ["ps", "-eo", "args"]).stdout
     assert "specsweep_llama_server" not in ps, ps  # and stopped it

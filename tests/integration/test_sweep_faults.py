@@ -33,13 +33,17 @@ def extra_vars(tmp_path: Path, values: dict) -> tuple[str, str]:
         (("-e", "steps=0"), "steps"),
         (("-e", "steps=-1"), "steps"),
         (("-e", "steps=1.5"), "steps"),
-        (("-e", "steps=1; touch /tmp/specsweep-pwned"), "steps"),
+        # The shell word is a stray word to Ansible's key=value parser: refused, never run.
+        (("-e", "steps=1; touch /tmp/specsweep-pwned"), "-e"),
         (("-e", "steps=", "-e", "topk=2"), "topk"),
         (("-e", "steps=1", "-e", "algorithm=WARP"), "algorithm"),
         (("-e", "steps=2", "-e", "topk=2", "-e", "draft_tokens=9"), "draft_tokens"),
         (("-e", "steps=1", "-e", "repeats=x"), "repeats"),
         (("-e", "steps=1", "-e", "sweep_id=../x"), "sweep_id"),
         (("-e", "steps=1", "-e", "env_profiles=nccl_fast"), "env_profiles"),
+        (("-e", "stepz=2"), "stepz"),  # a typo must not sweep the default grid on the fleet
+        (("-e", "sweep_id=a b"), "-e"),  # a stray word in key=value form
+        (("-e", "steps=1..100"), "max_configs"),  # days of GPU time
     ],
 )
 def test_bad_input_fails_with_one_line_naming_the_variable_before_any_host_is_touched(
@@ -48,7 +52,10 @@ def test_bad_input_fails_with_one_line_naming_the_variable_before_any_host_is_to
     run = run_sweep(sglang_inventory, *args)
     assert run.proc.returncode != 0
     assert f"Invalid sweep request: {variable}:" in run.output, run.output[-2000:]
-    assert "TASK [Preflight" not in run.output  # no play ever reached a host
+    assert "stepz" not in args or "(did you mean steps?)" in run.output, run.output[-2000:]
+    assert "max_configs" not in variable or "-e max_configs=101" in run.output, run.output[-2000:]
+    # No host was touched: the plan wrote nothing, and no host's preflight ran.
+    assert not run.sweep_dir.exists() and not list(run.sweep_dir.parent.glob("*/*.preflight.json"))
     assert not os.path.exists("/tmp/specsweep-pwned")
 
 
@@ -62,22 +69,37 @@ def test_missing_model_stops_that_host_before_it_launches_anything(
     )  # fmt: skip
     assert run.proc.returncode != 0
     for host in ("sshost1", "sshost2"):
-        assert f"{host}: model file /opt/absent.gguf does not exist on {host}" in run.output, run.output[
-            -3000:
-        ]
+        assert f"[{host}] FAILED: model path /opt/absent.gguf does not exist on {host}" in run.output, (
+            run.output[-3000:]
+        )
     assert run.facts() == {}  # nothing was measured, so nothing was launched
-    assert "Launch the server" not in run.output
+    assert "launching" not in run.output
+    assert not [
+        h for h in ("sshost1", "sshost2") if (ssh_hosts.opt_dir(h) / "specsweep/run/sweep.lock").exists()
+    ]
+
+
+def model_copy(ssh_hosts: NetnsHosts, host: str, name: str) -> Path:
+    """A copy of the installed model under the host's /opt, to break."""
+    real = ssh_hosts.opt_dir(host) / "specsweep/models/gemma-3-270m-q4_k_m.gguf"
+    copy = ssh_hosts.opt_dir(host) / name
+    shutil.copyfile(real, copy)
+    return copy
 
 
 def test_crash_during_load_is_recorded_and_sweep_continues(
     sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
-    # A truncated model file: the server starts, then dies while loading it.
-    corrupt = ssh_hosts.opt_dir("sshost1") / "corrupt.gguf"
-    corrupt.write_bytes(b"GGUF" + b"\0" * 64)
+    # A whole GGUF file whose header names an architecture llama.cpp does not know: it passes the
+    # preflight's check, the server starts, then dies while loading it.
+    model = model_copy(ssh_hosts, "sshost1", "badarch.gguf")
+    with model.open("r+b") as fh:
+        head = fh.read(1 << 16)
+        fh.seek(head.index(b"gemma3", head.index(b"general.architecture")))
+        fh.write(b"gemmaX")
     run = run_sweep(
         sweep_inventory, "-e", "steps=1", "-e", "target=sshost1", *QUICK,
-        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/corrupt.gguf",
+        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/badarch.gguf",
                                "llama_server_assemble_model": False}),
     )  # fmt: skip
     assert run.proc.returncode != 0
@@ -85,12 +107,33 @@ def test_crash_during_load_is_recorded_and_sweep_continues(
     assert sorted(facts) == [("sshost1", "baseline"), ("sshost1", "s1")], run.output[-3000:]
     for fact in facts.values():
         assert fact.status == "failed"
-        assert (fact.failure.phase, fact.failure.cause) == ("load", "model_not_found"), fact.failure
-        assert any("failed to load model" in line for line in fact.failure.log_tail)
+        assert (fact.failure.phase, fact.failure.cause) == ("load", "model_unsupported"), fact.failure
+        assert any("unknown model architecture: 'gemmaX'" in line for line in fact.failure.log_tail)
         # Noticed within seconds of the death, not after the health timeout.
         assert fact.timings.finished_at - fact.timings.started_at < 20
     assert "2 config(s) failed" in run.output
+    assert "[sshost1] s1: failed in load: model_unsupported" in run.output, run.output[-3000:]
     assert not (ssh_hosts.opt_dir("sshost1") / "specsweep/run/server-8080.pid").exists()
+
+
+def test_a_truncated_model_is_named_corrupt_before_anything_launches(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    model = model_copy(ssh_hosts, "sshost1", "truncated.gguf")
+    with model.open("r+b") as fh:
+        fh.truncate(1_000_000)  # 253 MB -> 1 MB, as a copy cut short would be
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1", "-e", "target=sshost1", *QUICK,
+        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/truncated.gguf",
+                               "llama_server_assemble_model": False}),
+    )  # fmt: skip
+    assert run.proc.returncode != 0
+    problem = "model file /opt/truncated.gguf on sshost1 is truncated: it is 1.0 MB (1000000 bytes)"
+    assert f"[sshost1] FAILED: {problem}" in run.output, run.output[-3000:]
+    preflight = json.loads((run.sweep_dir / "sshost1.preflight.json").read_text())
+    assert any(p.startswith(problem) for p in preflight["problems"]), preflight
+    assert run.facts() == {}  # stopped before any launch
+    assert not (ssh_hosts.opt_dir("sshost1") / "specsweep/run/sweep.lock").exists()
 
 
 def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(

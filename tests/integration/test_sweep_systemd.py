@@ -18,9 +18,10 @@ def systemd_sweep_host(make_systemd_host, wheelhouse: Path) -> NspawnHost:
 
 @pytest.fixture(scope="session")
 def systemd_inventory(systemd_sweep_host: NspawnHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("inventory-systemd") / "hosts.yml"
-    return systemd_sweep_host.write_inventory(
-        path,
+    """The systemd host's inventory, with the engine and model installed (a plan-only sweep)."""
+    tmp = tmp_path_factory.mktemp("inventory-systemd")
+    inventory = systemd_sweep_host.write_inventory(
+        tmp / "hosts.yml",
         group_vars={
             "specsweep_engine": "llama_cpp",
             "server_process_launcher": "systemd",
@@ -28,6 +29,9 @@ def systemd_inventory(systemd_sweep_host: NspawnHost, tmp_path_factory: pytest.T
             "benchmark_prompt_set": str(TEST_PROMPTS),
         },
     )
+    install = playbook(inventory, tmp, "install", "-e", "plan_only=true")
+    assert install.proc.returncode == 0, install.output[-4000:]
+    return inventory
 
 
 def test_sweep_runs_each_config_as_a_systemd_unit_and_stops_it(
@@ -68,16 +72,22 @@ def test_sweep_runs_each_config_as_a_systemd_unit_and_stops_it(
 def test_a_unit_that_fails_while_loading_is_noticed_fast(
     systemd_inventory: Path, systemd_sweep_host: NspawnHost, tmp_path: Path
 ) -> None:
-    # A model file that exists but is truncated: the unit starts, then fails while loading it.
-    write = "open('/opt/corrupt.gguf', 'wb').write(b'GGUF' + bytes(64))"
+    # A whole model file whose header names an architecture llama.cpp does not know: it passes the
+    # preflight's check, the unit starts, then fails while loading it.
+    write = (
+        "import shutil\n"
+        "shutil.copyfile('/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf', '/opt/badarch.gguf')\n"
+        "f = open('/opt/badarch.gguf', 'r+b'); head = f.read(1 << 16)\n"
+        "f.seek(head.index(b'gemma3', head.index(b'general.architecture'))); f.write(b'gemmaX'); f.close()"
+    )
     assert systemd_sweep_host.run_in_host(["python3", "-c", write]).returncode == 0
     run = playbook(
         systemd_inventory, tmp_path, "sdfail", "-e", "steps=1", "-e", "baseline=false",
-        "-e", "llama_server_model_path=/opt/corrupt.gguf", "-e", "llama_server_assemble_model=false",
+        "-e", "llama_server_model_path=/opt/badarch.gguf", "-e", "llama_server_assemble_model=false",
     )  # fmt: skip
     assert run.proc.returncode != 0
     facts = run.facts()
     assert ("systemd2", "s1") in facts, run.output[-3000:]
     fact = facts[("systemd2", "s1")]
-    assert (fact.failure.phase, fact.failure.cause) == ("load", "model_not_found"), fact.failure
+    assert (fact.failure.phase, fact.failure.cause) == ("load", "model_unsupported"), fact.failure
     assert fact.timings.finished_at - fact.timings.started_at < 20

@@ -13,7 +13,6 @@ import ast
 import importlib.util
 import json
 import random
-import re
 import sys
 import types
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from sglang_wheel import sglang_source
 from analysis.facts import record
 from analysis.facts.rows import run_rows
 from analysis.facts.schema import Fact, load_fact, to_dict
+from analysis.sweep.client import client_argv
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = REPO / "roles/benchmark/files"
@@ -425,10 +425,17 @@ def test_adapter_is_python_3_9_syntax() -> None:
 
 
 def test_role_argv_passes_only_options_the_adapter_knows() -> None:
-    role_vars = yaml.safe_load((REPO / "roles/benchmark/vars/main.yml").read_text())
-    sglang, common = role_vars["benchmark_client_argv"]["sglang"], role_vars["benchmark_common_args"]
-    assert "benchmark_work_dir ~ '/specsweep_bench_serving.py'" in sglang
-    options = set(re.findall(r"'(--[a-z-]+)=", sglang + common))
+    # What the role hands analysis.sweep.client for the adapter, its variables' defaults filled in.
+    settings = {
+        "client": "sglang", "python": "/usr/bin/python3", "work_dir": "/var/tmp/specsweep/bench",
+        "engine": "sglang", "url": "http://127.0.0.1:30000", "prompt_set": "prompts/code.jsonl",
+        "max_tokens": 96, "warmup": 1, "repeats": 3, "request_timeout_s": 300, "output": "/o.bench.json",
+        "concurrency": [1, 4], "sglang_python": "/opt/sglang/bin/python", "sglang_jsonl": "/o.jsonl",
+        "sglang_extra_args": ["--seed-extra"],
+    }  # fmt: skip
+    argv = client_argv(settings)
+    assert argv[1] == "/var/tmp/specsweep/bench/specsweep_bench_serving.py"
+    options = {a.split("=", 1)[0] for a in argv[2:]}
     # The adapter's options, from its own parser.
     parser_options = {o for o in bs.build_parser()._option_string_actions if o.startswith("--")}
     assert options <= parser_options, options - parser_options

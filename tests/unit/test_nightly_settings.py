@@ -1,17 +1,19 @@
-"""The nightly's settings agree wherever they are written: the role's defaults and argument specs,
-the nightly playbook's defaults, the example in group_vars/all.yml and the sweep's knobs."""
+"""The nightly's settings agree wherever they are written: the schedule role's defaults and argument
+specs, the nightly's own defaults (analysis/nightly/request.py), the example in group_vars/all.yml,
+and the sweep's settings the grid is handed to."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from plugin_loader import REPO
 
+from analysis.nightly import request as nightly
+from analysis.sweep.request import BY_NAME
+
 ROLE = REPO / "roles" / "nightly_schedule"
-NIGHTLY = yaml.safe_load((REPO / "playbooks" / "nightly.yml").read_text())
-NIGHTLY_DEFAULTS = NIGHTLY[0]["vars"]["specsweep_nightly_defaults"]
-REGRESS_KEYS = {"window", "threshold", "mad_k"}
 
 
 def test_argument_specs_describe_every_default_with_its_value() -> None:
@@ -33,17 +35,36 @@ def test_group_vars_example_shows_the_nightly_defaults() -> None:
     example = yaml.safe_load(
         "\n".join(line.removeprefix("#").removeprefix(" ") for line in block.splitlines())
     )
-    assert example == {"specsweep_nightly": NIGHTLY_DEFAULTS}
-    assert "\nspecsweep_nightly:" not in text  # an example only: the playbook holds the defaults
+    assert example == {"specsweep_nightly": nightly.DEFAULTS}
+    assert "\nspecsweep_nightly:" not in text  # an example only: the defaults live in Python
 
 
-def test_every_grid_key_is_handed_to_the_sweep_knob_of_the_same_name() -> None:
-    imported = NIGHTLY[1]
-    assert imported["ansible.builtin.import_playbook"] == "sweep.yml"
-    knobs = imported["vars"]
-    plan = (REPO / "roles" / "sweep_plan" / "tasks" / "main.yml").read_text()
-    for key in set(NIGHTLY_DEFAULTS) - REGRESS_KEYS:
-        assert knobs[key] == f"{{{{ hostvars['localhost'].specsweep_nightly_settings.{key} }}}}", key
-        # The sweep request reads the knob of that name: `steps: "{{ ... steps ... }}"`.
-        assert re.search(rf"^ +{key}: \"{{{{.*\b{key}\b.*}}}}\"$", plan, re.M), key
-    assert knobs["mode"] == "replicate"
+def test_every_grid_key_is_a_sweep_setting_and_the_rest_is_the_regression_rule() -> None:
+    grid = set(nightly.DEFAULTS) - set(nightly.REGRESS)
+    assert grid <= set(BY_NAME)
+    assert not set(nightly.REGRESS) & set(BY_NAME)
+
+
+def test_the_night_is_a_replicate_sweep_of_its_grid_named_nightly() -> None:
+    request = nightly.sweep_request({"steps": [2], "window": 9})
+    assert request["steps"] == [2] and request["repeats"] == 3  # an override, then the defaults
+    assert request["mode"] == "replicate" and "window" not in request
+    assert request["sweep_id"].startswith("nightly-") and len(request["sweep_id"]) == len(
+        "nightly-20261201T020000Z"
+    )
+    assert nightly.settings({"window": 9})["window"] == 9
+
+
+@pytest.mark.parametrize(
+    ("overrides", "mode", "plan_only", "message"),
+    [
+        ({"stepz": [1]}, None, None, "specsweep_nightly: unknown key(s) stepz"),
+        ({}, "shard", None, "runs in replicate mode and never plan-only (got mode=shard"),
+        ({}, None, "true", "plan_only=true"),
+    ],
+)
+def test_a_night_that_would_not_measure_the_whole_grid_is_refused(
+    overrides: dict, mode: str | None, plan_only: str | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        nightly.sweep_request(overrides, mode, plan_only)

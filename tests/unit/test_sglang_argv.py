@@ -1,4 +1,5 @@
-"""The SGLang argv/env filters (plugins/filter/sglang.py), checked against SGLang 0.5.23's flags.
+"""SGLang's launch argv (analysis.sweep.engines.sglang_argv), checked against SGLang 0.5.23's flags,
+and where the rules that used to live in the argv filter are enforced now (analysis.sweep.config).
 
 fixtures/sglang_0.5.23_flags.txt lists every `--flag` that `python -m sglang.launch_server`
 accepts, with its kind (switch/int/float/str/list/other). It is generated from the sglang
@@ -19,15 +20,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
-from plugin_loader import load_plugin
 from sglang_wheel import sglang_source
+
+from analysis.sweep import config, request
+from analysis.sweep.config import Config, make
+from analysis.sweep.engines import ENGINES, SettingError, sglang_argv, sglang_env
 
 FLAGS_FIXTURE = Path(__file__).parent / "fixtures" / "sglang_0.5.23_flags.txt"
 PY = "/opt/sglang/bin/python"
-
-
-sg = load_plugin("plugins/filter/sglang.py")
 
 
 # --------------------------------------------------------------------------------------
@@ -238,25 +240,11 @@ def assert_sglang_accepts(argv: list[str]) -> None:
 # argv
 # --------------------------------------------------------------------------------------
 
-
-def cfg(**kw: Any) -> dict[str, Any]:
-    """A grid point; the baseline unless told otherwise."""
-    base = {
-        "id": "baseline",
-        "speculative": False,
-        "algorithm": None,
-        "steps": None,
-        "topk": None,
-        "draft_tokens": None,
-        "env_profile": None,
-    }
-    if kw.get("algorithm"):
-        base["speculative"] = True
-    return base | kw
+BASELINE = make()
 
 
 def server(**kw: Any) -> dict[str, Any]:
-    """Role settings for the seed case's 8-GPU host."""
+    """Role settings for the seed case's 8-GPU host (sglang_server_* by short name)."""
     return {
         "python": PY,
         "model_path": "/models/Kimi-K2.5-int4",
@@ -285,19 +273,25 @@ HEAD = [
 DRAFT = ["--speculative-draft-model-path", "/models/Kimi-K2.5-eagle3"]
 
 
-def render(config: dict[str, Any], srv: dict[str, Any]) -> list[str]:
+def render(conf: Config, srv: dict[str, Any], slots: int = 1) -> list[str]:
     """sglang_argv, plus the check that SGLang 0.5.23 would parse the result."""
-    argv = sg.sglang_argv(config, srv)
+    argv = sglang_argv(conf, srv, slots)
     assert_sglang_accepts(argv)
     return argv
 
 
 def test_baseline_ignores_the_draft_model() -> None:
-    assert render(cfg(), server()) == HEAD
+    assert render(BASELINE, server()) == HEAD
+
+
+def test_the_client_concurrency_does_not_change_the_argv() -> None:
+    """SGLang sizes its batches at run time: the plan's slots leave its argv alone."""
+    conf = make(2, algorithm="EAGLE3")
+    assert render(conf, server(), slots=8) == render(conf, server(), slots=1)
 
 
 def test_eagle3_two_steps_chain() -> None:
-    argv = render(cfg(id="s2", algorithm="EAGLE3", steps=2, topk=1), server())
+    argv = render(make(2, topk=1, algorithm="EAGLE3"), server())
     assert argv == [
         *HEAD,
         "--speculative-algorithm",
@@ -313,13 +307,14 @@ def test_eagle3_two_steps_chain() -> None:
 
 
 def test_steps_alone_default_to_topk_1_and_steps_plus_1() -> None:
-    only_steps = render(cfg(id="s2", algorithm="EAGLE3", steps=2), server())
-    assert only_steps == render(cfg(id="s2", algorithm="EAGLE3", steps=2, topk=1, draft_tokens=3), server())
+    only_steps = render(make(2, algorithm="EAGLE3"), server())
+    assert only_steps == render(make(2, 1, 3, algorithm="EAGLE3"), server())
+    assert only_steps[-6:] == ["--speculative-num-steps", "2", "--speculative-eagle-topk", "1",
+                               "--speculative-num-draft-tokens", "3"]  # fmt: skip
 
 
 def test_eagle3_tree() -> None:
-    config = cfg(id="s5-k4-d8", algorithm="EAGLE3", steps=5, topk=4, draft_tokens=8)
-    assert render(config, server()) == [
+    assert render(make(5, 4, 8, algorithm="EAGLE3"), server()) == [
         *HEAD,
         "--speculative-algorithm",
         "EAGLE3",
@@ -334,7 +329,7 @@ def test_eagle3_tree() -> None:
 
 
 def test_ngram_has_no_topk_and_no_draft_model() -> None:
-    argv = render(cfg(id="s4", algorithm="NGRAM", steps=4), server(draft_model_path=None))
+    argv = render(make(4, algorithm="NGRAM"), server(draft_model_path=None))
     assert argv == [
         *HEAD,
         "--speculative-algorithm",
@@ -348,19 +343,22 @@ def test_ngram_has_no_topk_and_no_draft_model() -> None:
 
 def test_ngram_leaves_out_a_group_draft_model() -> None:
     """One host can sweep NGRAM beside EAGLE3: the group's draft model is not passed to NGRAM."""
-    with_draft = render(cfg(id="s4", algorithm="NGRAM", steps=4), server())
-    assert with_draft == render(cfg(id="s4", algorithm="NGRAM", steps=4), server(draft_model_path=None))
+    with_draft = render(make(4, algorithm="NGRAM"), server())
+    assert with_draft == render(make(4, algorithm="NGRAM"), server(draft_model_path=None))
 
 
 def test_config_without_algorithm_takes_the_hosts_default() -> None:
     srv = server(speculative_algorithm="NEXTN", draft_model_path=None)
-    argv = render(cfg(id="s2", speculative=True, algorithm=None, steps=2), srv)
+    argv = render(make(2), srv)
     assert argv[argv.index("--speculative-algorithm") + 1] == "NEXTN"
+    # The config's own algorithm wins over the host's.
+    argv = render(make(2, algorithm="EAGLE3"), server(speculative_algorithm="NEXTN"))
+    assert argv[argv.index("--speculative-algorithm") + 1] == "EAGLE3"
 
 
 def test_standalone() -> None:
     srv = server(draft_model_path="/models/small-llm")
-    assert render(cfg(id="s3", algorithm="STANDALONE", steps=3), srv) == [
+    assert render(make(3, algorithm="STANDALONE"), srv) == [
         *HEAD,
         "--speculative-algorithm",
         "STANDALONE",
@@ -376,8 +374,9 @@ def test_standalone() -> None:
 
 
 def test_nextn_without_draft_model_uses_the_targets_mtp_layers() -> None:
-    srv = server(model_path="/models/DeepSeek-V3", draft_model_path=None)
-    argv = render(cfg(id="s1", algorithm="nextn", steps=1), srv)
+    # The host's default may be spelled in lower case: SGLang's upper-cased name is rendered.
+    srv = server(model_path="/models/DeepSeek-V3", draft_model_path=None, speculative_algorithm="nextn")
+    argv = render(make(1), srv)
     assert argv == [
         *HEAD[:4],
         "/models/DeepSeek-V3",
@@ -391,6 +390,7 @@ def test_nextn_without_draft_model_uses_the_targets_mtp_layers() -> None:
         "--speculative-num-draft-tokens",
         "2",
     ]
+    assert render(make(1, algorithm="NEXTN"), srv) == argv
 
 
 def test_optional_settings_multi_node_api_key_and_extra_args() -> None:
@@ -406,7 +406,7 @@ def test_optional_settings_multi_node_api_key_and_extra_args() -> None:
         dist_init_addr="203.0.113.10:25000",
         extra_args=["--max-running-requests", "8", "--trust-remote-code"],
     )
-    argv = render(cfg(id="s2", algorithm="EAGLE3", steps=2), srv)
+    argv = render(make(2, algorithm="EAGLE3"), srv)
     assert argv == [
         *HEAD[:8],
         "0.0.0.0",
@@ -441,82 +441,130 @@ def test_optional_settings_multi_node_api_key_and_extra_args() -> None:
     ]
 
 
+# --------------------------------------------------------------------------------------
+# Invalid combinations, each refused where it is now checked, naming the variable
+# --------------------------------------------------------------------------------------
+
+
 @pytest.mark.parametrize(
-    ("config", "srv", "var"),
+    ("conf", "srv", "var"),
     [
-        (cfg(algorithm="EAGLE3", topk=2, draft_tokens=3), server(), "steps"),
-        (cfg(algorithm="EAGLE3"), server(), "steps"),
-        (
-            cfg(algorithm="EAGLE3", steps=2, topk=2, draft_tokens=6),
-            server(),
-            "draft_tokens",
-        ),
-        (
-            cfg(algorithm="EAGLE3", steps=2, topk=1, draft_tokens=4),
-            server(),
-            "draft_tokens",
-        ),
-        (cfg(algorithm="EAGLE3", steps=2, draft_tokens=2), server(), "draft_tokens"),
-        (cfg(algorithm="EAGLE3", steps=2, topk=2), server(), "draft_tokens"),
-        (cfg(algorithm="EAGLE3", steps=0), server(), "steps"),
-        (cfg(algorithm="EAGLE3", steps=True), server(), "steps"),
-        (cfg(algorithm="EAGLE3", steps="3"), server(), "steps"),
-        (cfg(algorithm="MEDUSA", steps=2), server(), "algorithm"),
-        (cfg(algorithm="DFLASH", steps=1), server(), "algorithm"),
-        (cfg(speculative=True, steps=2), server(), "algorithm"),
-        (cfg(steps=2), server(), "steps"),
-        (cfg(algorithm="EAGLE3", speculative=False, steps=2), server(), "algorithm"),
-        (cfg(speculative="yes"), server(), "speculative"),
-        (
-            cfg(algorithm="EAGLE", steps=2),
-            server(draft_model_path=None),
-            "draft_model_path",
-        ),
-        (
-            cfg(algorithm="EAGLE3", steps=2),
-            server(draft_model_path=""),
-            "draft_model_path",
-        ),
-        (
-            cfg(algorithm="STANDALONE", steps=2),
-            server(draft_model_path=None),
-            "draft_model_path",
-        ),
-        (
-            cfg(algorithm="NGRAM", steps=2, topk=4, draft_tokens=6),
-            server(draft_model_path=None),
-            "topk",
-        ),
-        (cfg(), server(model_path=None), "model_path"),
-        (cfg(), server(model_path="--trust-remote-code"), "model_path"),
-        (cfg(), server(python=None), "python"),
-        (cfg(), server(tp_size=0), "tp_size"),
-        (cfg(), server(tp_size="eight"), "tp_size"),
-        (cfg(), server(port=70000), "port"),
-        (cfg(), server(mem_fraction_static=1.5), "mem_fraction_static"),
-        (cfg(), server(enable_metrics="false"), "enable_metrics"),
-        (cfg(), server(nnodes=2, dist_init_addr="203.0.113.10:25000"), "node_rank"),
-        (cfg(), server(nnodes=2, node_rank=0), "dist_init_addr"),
-        (cfg(), server(nnodes=2, node_rank=2, dist_init_addr="h:1"), "node_rank"),
-        (cfg(), server(node_rank=1), "nnodes"),
-        (cfg(), server(extra_args="--foo bar"), "extra_args"),
+        (make(2, algorithm="EAGLE"), server(draft_model_path=None), "draft_model_path"),
+        (make(2, algorithm="EAGLE3"), server(draft_model_path=""), "draft_model_path"),
+        (make(2, algorithm="STANDALONE"), server(draft_model_path=None), "draft_model_path"),
+        # A config without an algorithm needs the host's sglang_server_speculative_algorithm.
+        (make(2), server(), "speculative_algorithm"),
+        (make(2), server(speculative_algorithm="MEDUSA"), "speculative_algorithm"),
+        (make(2), server(speculative_algorithm="DFLASH"), "speculative_algorithm"),
+        (BASELINE, server(model_path=None), "model_path"),
+        (BASELINE, server(model_path="--trust-remote-code"), "model_path"),
+        (BASELINE, server(python=None), "python"),
+        (BASELINE, server(tp_size=0), "tp_size"),
+        (BASELINE, server(tp_size="eight"), "tp_size"),
+        (BASELINE, server(port=70000), "port"),
+        (BASELINE, server(mem_fraction_static=1.5), "mem_fraction_static"),
+        (BASELINE, server(enable_metrics="false"), "enable_metrics"),
+        (BASELINE, server(nnodes=2, dist_init_addr="203.0.113.10:25000"), "node_rank"),
+        (BASELINE, server(nnodes=2, node_rank=0), "dist_init_addr"),
+        (BASELINE, server(nnodes=2, node_rank=2, dist_init_addr="h:1"), "node_rank"),
+        (BASELINE, server(node_rank=1), "nnodes"),
+        (BASELINE, server(extra_args="--foo bar"), "extra_args"),
     ],
 )
-def test_invalid_combos_name_the_variable(config: dict[str, Any], srv: dict[str, Any], var: str) -> None:
-    with pytest.raises(ValueError, match=rf"^{var}: "):
-        sg.sglang_argv(config, srv)
+def test_invalid_host_settings_name_the_variable(conf: Config, srv: dict[str, Any], var: str) -> None:
+    with pytest.raises(SettingError, match=rf"^{var}: "):
+        sglang_argv(conf, srv, 1)
 
 
-def test_validate_spec_lists_every_problem() -> None:
-    messages = sg.validate_spec(cfg(algorithm="EAGLE3", steps=0, topk=-1))
-    assert [m.split(":")[0] for m in messages] == ["steps", "topk"]
-    assert sg.validate_spec(cfg(algorithm="EAGLE3", steps=5, topk=4, draft_tokens=21)) == []
-    assert sg.validate_spec(cfg()) == []
+def convert(**fields: Any) -> Config:
+    """msgspec.convert of a config whose id is the one its fields make, so only a rule can refuse it."""
+    spec = fields.get("speculative")
+    made = config.config_id(fields.get("steps"), fields.get("topk"), fields.get("draft_tokens"),
+                            speculative=spec if isinstance(spec, bool) else None)  # fmt: skip
+    return msgspec.convert({"id": made, **fields}, Config)
+
+
+@pytest.mark.parametrize(
+    ("fields", "var"),
+    [
+        # Types: msgspec names the field.
+        ({"speculative": True, "algorithm": "EAGLE3", "steps": True}, "steps"),
+        ({"speculative": True, "algorithm": "EAGLE3", "steps": "3"}, "steps"),
+        ({"speculative": "yes"}, "speculative"),
+        # A speculative config needs its step count, a baseline has no speculative fields.
+        ({"speculative": True, "algorithm": "EAGLE3", "topk": 2, "draft_tokens": 3}, "steps"),
+        ({"speculative": True, "algorithm": "EAGLE3"}, "steps"),
+        ({"speculative": False, "steps": 2}, "steps"),
+        ({"speculative": False, "algorithm": "EAGLE3", "steps": 2}, "algorithm"),
+        ({"speculative": False, "adaptive": True}, "adaptive"),
+    ],
+)
+def test_an_invalid_config_is_refused_when_it_is_built(fields: dict[str, Any], var: str) -> None:
+    with pytest.raises(msgspec.ValidationError) as caught:
+        convert(**fields)
+    message = str(caught.value)
+    assert message.startswith(f"{var}: ") or f"`$.{var}`" in message, message
+
+
+@pytest.mark.parametrize(
+    ("steps", "topk", "draft_tokens", "shape_rule"),
+    [
+        (2, 2, 6, True),  # more than the tree holds
+        (2, 1, 4, True),  # a chain drafts steps + 1
+        (2, None, 2, True),  # draft tokens without topk
+        (1, 2, 1, True),  # not even the root plus one token
+        (2, 2, None, False),  # a tree needs its draft count: the grid asks for it
+    ],
+)
+def test_an_invalid_shape_names_draft_tokens(
+    steps: int, topk: int | None, draft_tokens: int | None, shape_rule: bool
+) -> None:
+    problems = config.shape_problems(steps, topk, draft_tokens)
+    if shape_rule:
+        assert len(problems) == 1 and problems[0].startswith("draft_tokens: "), problems
+    else:
+        assert problems == []
+    with pytest.raises(config.GridError, match=r"^draft_tokens: "):
+        config.grid(
+            [steps], [topk] if topk else [], [draft_tokens] if draft_tokens else [], engines=("sglang",)
+        )
+
+
+@pytest.mark.parametrize(
+    ("conf", "var"),
+    [
+        (make(2, algorithm="MEDUSA"), "algorithm"),
+        (make(2, algorithm="eagle3"), "algorithm"),  # facts and tables compare the exact spelling
+        (make(1, algorithm="DFLASH"), "algorithm"),
+        (make(2, 4, 6, algorithm="NGRAM"), "topk"),
+    ],
+)
+def test_what_sglang_cannot_run_names_the_variable(conf: Config, var: str) -> None:
+    problems = config.engine_problems(conf, "sglang")
+    assert len(problems) == 1 and problems[0].startswith(f"{var}: "), problems
+    topk, draft_tokens = [conf.topk] if conf.topk else [], [conf.draft_tokens] if conf.draft_tokens else []
+    with pytest.raises(config.GridError, match=rf"^{var}: "):
+        config.grid([conf.steps], topk, draft_tokens, algorithm=conf.algorithm, engines=("sglang",))
+
+
+@pytest.mark.parametrize(("name", "value"), [("steps", 0), ("steps", -1), ("topk", 0), ("draft_tokens", 0)])
+def test_counts_below_one_are_refused_by_the_request(name: str, value: int) -> None:
+    errors = request.read({"steps": 2, name: value}).errors
+    assert errors == [f"{name}: {value} is below the minimum of 1"]
+
+
+def test_every_problem_of_a_request_is_listed() -> None:
+    errors = request.read({"steps": 0, "topk": -1}).errors
+    assert [m.split(":")[0] for m in errors] == ["steps", "topk"]
+    assert config.shape_problems(5, 4, 21) == []
+    assert config.engine_problems(make(5, 4, 21, algorithm="EAGLE3"), "sglang") == []
+    assert config.engine_problems(BASELINE, "sglang") == []
 
 
 def test_sweepable_algorithms_are_sglang_algorithms() -> None:
-    assert set(sg.SWEEPABLE_ALGORITHMS) <= sg.SGLANG_ALGORITHMS
-    assert "NONE" not in sg.SGLANG_ALGORITHMS  # an enum member, but it means "off"
+    assert set(config.ALGORITHMS["sglang"]) <= config.SGLANG_ALGORITHMS
+    assert "NONE" not in config.SGLANG_ALGORITHMS  # an enum member, but it means "off"
+    assert config.DRAFT_REQUIRED | set(config.ADAPTIVE_ALGORITHMS) <= set(config.ALGORITHMS["sglang"])
 
 
 def test_abbreviations_are_not_flags() -> None:
@@ -546,7 +594,7 @@ def test_algorithm_names_match_sglang_source(sglang_src: Path) -> None:
         if isinstance(node, ast.Assign) and _name(node.targets[0]) == "_RESERVED_ALIASES":
             assert isinstance(node.value, ast.Call)
             names |= ast.literal_eval(node.value.args[0])
-    assert names - {"NONE"} == sg.SGLANG_ALGORITHMS
+    assert names - {"NONE"} == config.SGLANG_ALGORITHMS
 
 
 # --------------------------------------------------------------------------------------
@@ -561,14 +609,15 @@ def test_env_merges_profile_over_base_and_stringifies() -> None:
         "NCCL_P2P_LEVEL": "SYS",
         "SGLANG_HEALTH_CHECK_TIMEOUT": 60,
     }
-    assert sg.sglang_env(base, profile) == {
+    assert config.merge_env(base, profile) == {
         "NCCL_PROTO": "LL",
         "SGLANG_RECORD_STEP_TIME": "1",
         "NCCL_P2P_LEVEL": "SYS",
         "SGLANG_HEALTH_CHECK_TIMEOUT": "60",
     }
-    assert sg.sglang_env({}, None) == {}
-    assert sg.sglang_env(None, {"A": 1.5}) == {"A": "1.5"}
+    assert config.merge_env({}, None) == {}
+    assert config.merge_env(None, {"A": 1.5}) == {"A": "1.5"}
+    assert config.merge_env({"A": False}) == {"A": "0"}
 
 
 @pytest.mark.parametrize(
@@ -581,18 +630,36 @@ def test_env_merges_profile_over_base_and_stringifies() -> None:
         ({"NCCL_ALGO": "Ri\0ng"}, None, "NCCL_ALGO"),
         ({"NCCL_ALGO": None}, None, "NCCL_ALGO"),
         ({"NCCL_ALGO": ["Ring"]}, None, "NCCL_ALGO"),
-        ("NCCL_ALGO=Ring", None, "base_env"),
+        ("NCCL_ALGO=Ring", None, "env"),
+        ({"OK": "x"}, ["NCCL_ALGO"], "env profile"),
     ],
 )
 def test_env_rejects_bad_keys_and_values(base: Any, profile: Any, key: str) -> None:
     with pytest.raises(ValueError, match=rf"^{key}: ") as info:
-        sg.sglang_env(base, profile)
+        config.merge_env(base, profile)
     assert "\n" not in str(info.value)
 
 
-def test_filter_module_exposes_both_filters() -> None:
-    filters = sg.FilterModule().filters()
-    assert filters == {"sglang_argv": sg.sglang_argv, "sglang_env": sg.sglang_env}
+def test_the_engine_table_renders_sglang_with_these_functions() -> None:
+    engine = ENGINES["sglang"]
+    assert (engine.name, engine.role, engine.argv, engine.base_env) == (
+        "sglang", "sglang_server", sglang_argv, sglang_env,
+    )  # fmt: skip
+    assert engine.base_env({"env": {"NCCL_ALGO": "Ring"}}) == {"NCCL_ALGO": "Ring"}
+    assert engine.base_env({}) == {}
+    assert engine.version(server()) is None  # the host reports it in preflight
+    assert engine.server(server(api_key="k", health_timeout_s=1800)) == {
+        "engine": "sglang",
+        "version": None,
+        "model": "/models/Kimi-K2.5-int4",
+        "host": "127.0.0.1",
+        "port": 30000,
+        "url": "http://127.0.0.1:30000",
+        "health_timeout_s": 1800.0,
+        "api_key": "k",
+    }
+    with pytest.raises(SettingError, match=r"^health_timeout_s: "):
+        engine.server(server())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,59 @@
+"""The nightly's own settings: its grid (a sweep request) and its regression rule, with defaults.
+
+group_vars may override any of them under `specsweep_nightly` (the example in group_vars/all.yml
+shows these defaults); `-e steps=...` and the like still win for one night.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any
+
+from analysis.sweep.request import BY_NAME
+
+DEFAULTS: dict[str, Any] = {
+    # The grid: the sweep's settings of the same names (analysis.sweep.request).
+    "steps": [1, 2, 4],
+    "topk": [],
+    "draft_tokens": [],
+    "algorithm": "",
+    "baseline": True,
+    # Repeats per config: the regression check compares their median.
+    "repeats": 3,
+    "warmup": 1,
+    "max_tokens": 96,
+    "concurrency": [1],
+    "env_profiles": [],
+    # The regression check (`python -m analysis regress`): how many previous sweeps make the
+    # baseline, and the drop that counts (beyond both the relative threshold and mad_k x MAD).
+    "window": 5,
+    "threshold": 0.05,
+    "mad_k": 3,
+}
+REGRESS = ("window", "threshold", "mad_k")
+
+
+def settings(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The nightly's settings: DEFAULTS with `specsweep_nightly` over them; unknown keys refused."""
+    unknown = sorted(set(overrides or {}) - set(DEFAULTS))
+    if unknown:
+        known = ", ".join(DEFAULTS)
+        raise ValueError(f"specsweep_nightly: unknown key(s) {', '.join(unknown)}; known: {known}")
+    return {**DEFAULTS, **(overrides or {})}
+
+
+def sweep_request(overrides: Mapping[str, Any] | None, mode: Any = None, plan_only: Any = None) -> dict:
+    """The night's sweep request: its grid, every host measuring every config, named nightly-<UTC>.
+
+    `mode` / `plan_only` are what -e says: a night that would not measure the whole grid on every
+    host is refused.
+    """
+    if mode not in (None, "", "replicate") or str(plan_only).lower() in ("true", "yes", "1"):
+        raise ValueError(
+            "The nightly measures the whole grid on every host, so it runs in replicate mode and never "
+            f"plan-only (got mode={mode}, plan_only={plan_only})"
+        )
+    grid = {k: v for k, v in settings(overrides).items() if k in BY_NAME}
+    now = datetime.datetime.now(datetime.UTC)
+    return {**grid, "mode": "replicate", "sweep_id": now.strftime("nightly-%Y%m%dT%H%M%SZ")}

@@ -1,0 +1,85 @@
+"""The adaptive arm: SGLang's `--speculative-adaptive` with a schedule file, as one more config.
+
+SGLang 0.5.23 (sglang/srt/speculative/adaptive_spec_params.py) reads the schedule with
+`_load_adaptive_config` and refuses adaptive speculation for what `adaptive_unsupported_reason`
+names; it then silently falls back to static speculation, so a sweep refuses those cases itself,
+before any host is touched, with SGLang's own reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from analysis.sweep.config import ADAPTIVE_ALGORITHMS, SGLANG_VERSION_CHECKED
+
+# Server flags adaptive_unsupported_reason() refuses, with its words.
+UNSUPPORTED_FLAGS = {
+    "--enable-dp-attention": "attention DP is not supported (adaptive tier decisions are not synchronized "
+    "across DP ranks)",
+    "--enable-multi-layer-eagle": "enable_multi_layer_eagle=True is not supported (MultiLayerEagleWorkerV2 "
+    "does not implement adaptive)",
+    "--enable-two-batch-overlap": "enable_two_batch_overlap=True is not supported (adaptive state swap "
+    "would discard the TboAttnBackend wrapper)",
+    "--enable-pdmux": "enable_pdmux=True is not supported (adaptive state swap does not update "
+    "decode_attn_backend_group)",
+}
+
+
+class ScheduleError(ValueError):
+    """A schedule file SGLang would refuse; the message says why, as SGLang's loader does."""
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The schedule, checked as `_load_adaptive_config` checks it: digit-string batch-size keys,
+    each with a non-empty `candidate_steps` list of ints >= 0."""
+    try:
+        schedule = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ScheduleError(f"{path}: cannot read it as JSON: {exc}") from exc
+    if not isinstance(schedule, dict):
+        raise ScheduleError(f"{path}: expected a JSON object keyed by batch size")
+    entries = {k: v for k, v in schedule.items() if isinstance(k, str) and k.isdigit()}
+    if not entries:
+        raise ScheduleError(
+            f"{path}: needs at least one integer-string batch-size key, e.g. "
+            f'{{"1": {{"candidate_steps": [1, 3, 7]}}}}; got keys {list(schedule)}'
+        )
+    for key, entry in entries.items():
+        steps = entry.get("candidate_steps") if isinstance(entry, dict) else None
+        ok = isinstance(steps, list) and steps and all(type(s) is int and s >= 0 for s in steps)
+        if not ok:
+            why = f"candidate_steps must be a list of non-negative ints, got {steps!r}"
+            raise ScheduleError(f"{path}: BS {key}: {why}")
+    return schedule
+
+
+def start_steps(schedule: dict[str, Any]) -> int:
+    """The step count the server starts from: SGLang's own choice (the middle of every batch size's
+    candidates), moved to the next one that speculates when that is 0; ScheduleError when none does."""
+    steps = sorted({s for k, e in schedule.items() if k.isdigit() for s in e["candidate_steps"]})
+    speculating = [s for s in steps[len(steps) // 2 :] if s > 0] or [s for s in steps if s > 0]
+    if not speculating:
+        raise ScheduleError("candidate_steps are 0 at every batch size: that schedule never speculates")
+    return speculating[0]
+
+
+def problems(
+    engine: str, algorithm: str | None, topks: Sequence[int], extra_args: Sequence[str]
+) -> list[str]:
+    """Why a host cannot run the adaptive arm, in SGLang's words where SGLang refuses it."""
+    if engine != "sglang":
+        return [
+            f"adaptive_config: {engine} has no adaptive speculation (SGLang's --speculative-adaptive); "
+            "sweep it on SGLang hosts"
+        ]
+    refusals = []
+    if algorithm not in ADAPTIVE_ALGORITHMS:
+        only = "/".join(ADAPTIVE_ALGORITHMS)
+        refusals.append(f"speculative_algorithm={algorithm} (only {only} are supported)")
+    refusals += [f"speculative_eagle_topk={k} (only topk=1 is supported)" for k in topks if k != 1][:1]
+    refusals += [why for flag, why in UNSUPPORTED_FLAGS.items() if flag in extra_args]
+    sglang = f"SGLang {SGLANG_VERSION_CHECKED}"
+    return [f"adaptive_config: {sglang} refuses adaptive speculation: {r}" for r in refusals]

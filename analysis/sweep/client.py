@@ -1,0 +1,41 @@
+"""The benchmark client's command line on a host: specsweep's own client or SGLang's bench_serving.
+
+Both take the same measurement options (roles/benchmark/files/specsweep_bench.py
+add_measurement_options), so one argv builder serves the benchmark role's two clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+CLIENTS = ("specsweep", "sglang")
+
+
+def client_argv(s: Mapping[str, Any]) -> list[str]:
+    """argv of one measurement; `s` holds the benchmark role's variables by short name."""
+    client = s["client"]
+    if client not in CLIENTS:
+        raise ValueError(f"benchmark_client: {client!r} is not one of: {', '.join(CLIENTS)}")
+    work = str(s["work_dir"]).rstrip("/")
+    if client == "specsweep":
+        argv = [str(s["python"]), f"{work}/specsweep_bench.py", f"--engine={s['engine']}"]
+    else:
+        argv = [
+            str(s["python"]), f"{work}/specsweep_bench_serving.py",
+            f"--sglang-python={s['sglang_python']}", f"--jsonl={s['sglang_jsonl']}",
+            *(f"--extra-arg={a}" for a in s.get("sglang_extra_args") or []),
+        ]  # fmt: skip
+    prompts = str(s["prompt_set"]).rsplit("/", 1)[-1]
+    return [
+        *argv,
+        f"--url={s['url']}",
+        f"--prompts={work}/{prompts}",
+        f"--max-tokens={s['max_tokens']}",
+        f"--warmup={s['warmup']}",
+        f"--repeats={s['repeats']}",
+        f"--timeout-s={s['request_timeout_s']}",
+        f"--output={s['output']}",
+        "--api-key-env=SPECSWEEP_API_KEY",
+        *(f"--concurrency={c}" for c in s["concurrency"]),
+    ]

@@ -1,0 +1,53 @@
+"""What one config's run on one host produced, as the payload the fact writer takes.
+
+The playbook hands over what its tasks registered (the launch handle, the readiness, the client's
+output, the failed task's result); this decides the rest: where it stopped and why, and when.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+
+def phase(handle: Mapping[str, Any], ready: Mapping[str, Any]) -> str:
+    """Where a failed config stopped: no launch handle yet = launch; not ready yet = load."""
+    if not handle:
+        return "launch"
+    return "load" if not ready.get("ready") else "benchmark"
+
+
+def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log_tail: list[str]) -> dict:
+    """The fact writer's payload (analysis.facts.record.build_fact) for one config's run."""
+    handle = run.get("handle") or {}
+    ready = run.get("ready") or {}
+    server = run["server"]
+    preflight = run.get("preflight") or {}
+    failure = None
+    if failed_result is not None:
+        failure = {"phase": phase(handle, ready), "result": dict(failed_result), "log_tail": log_tail}
+    return {
+        "sweep_id": run["sweep_id"],
+        "host": run["host"],
+        "config": run["config"],
+        "engine": {
+            "name": server["engine"],
+            # The host's own report (SGLang's import in preflight) over the role's pin.
+            "version": preflight.get("version") or server.get("version"),
+            "model": server["model"],
+            "launcher": handle.get("launcher") or "not launched",
+            "model_identity": preflight.get("model_identity"),
+        },
+        "launch": {**run["launch"], "log_path": handle.get("log")},
+        "host_facts": preflight.get("host_facts") or {"hostname": run["host"]},
+        "timings": {
+            "started_at": float(run["started_at"]),
+            "ready_at": ready.get("ready_at"),
+            "finished_at": time.time(),
+            "load_s": ready.get("elapsed_s"),
+        },
+        "suite": run.get("suite") or {},
+        "benchmark_output": run.get("benchmark_output"),
+        "failure": failure,
+    }

@@ -1,0 +1,298 @@
+"""The plan of a sweep: the request checked, the grid built, and every host's exact launches.
+
+Built once on the controller (plugins/action/specsweep_plan.py calls `build`) before any host is
+touched; each host then receives its own entries (config, argv, env) and launches exactly those.
+`document` is what plan.json holds (secrets redacted), `describe` what an operator reads.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from analysis.facts.schema import REDACTED, redact_argv, redact_env
+from analysis.sweep import adaptive
+from analysis.sweep import config as cfg
+from analysis.sweep.engines import ENGINES, SettingError
+from analysis.sweep.request import Request
+
+
+@dataclass(frozen=True)
+class HostInput:
+    """What the controller knows of one targeted host: its engine and its resolved variables."""
+
+    name: str
+    engine: str
+    settings: Mapping[str, Any]  # the engine role's variables by short name, defaults applied
+    env_profiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    follows: str | None = None
+    run_dir: str = "/var/tmp/specsweep"
+    lock_path: str = ""
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Names of this run: the sweep (results folder) and this invocation (locks, claims)."""
+
+    sweep_id: str
+    sweep_dir: str
+    run_id: str
+    git_rev: str | None
+    repo: str
+    started_at: float  # epoch seconds: facts written since belong to this run
+
+
+def _host_plan(
+    host: HostInput,
+    configs: list[cfg.Config],
+    hosts: Mapping[str, HostInput],
+    request: Request,
+    sweep_id: str,
+) -> dict[str, Any]:
+    """One host's server, entries and the problems the controller can see."""
+    problems: list[str] = []
+    engine = ENGINES[host.engine]
+    entries = []
+    # The adaptive arm's schedule, copied to the host in preflight; its argv names that copy.
+    schedule = request["adaptive_config"] or None
+    copy = {"src": schedule, "dest": f"{host.run_dir}/{sweep_id}.adaptive.json"} if schedule else None
+    settings = {**host.settings, "adaptive_config_path": copy and copy["dest"]}
+    slots = max(request["concurrency"])
+    try:
+        server = engine.server(settings)
+        base = engine.base_env(settings)
+        for config in configs:
+            env = cfg.merge_env(base, host.env_profiles.get(config.env_profile))
+            argv = engine.argv(config, settings, slots)
+            # A step search chooses these itself, one probe at a time; every other config is run in order.
+            searched = bool(request["search"]) and config.speculative and not config.adaptive
+            entries.append(
+                {"config": msgspec.to_builtins(config), "argv": argv, "env": env, "searched": searched}
+            )
+    except (SettingError, ValueError) as exc:
+        server = {"engine": host.engine}
+        problems.append(f"{engine.role}_{exc}" if isinstance(exc, SettingError) else str(exc))
+    problems += _follow_problems(host, hosts, request)
+    followed = sorted(h.name for h in hosts.values() if h.follows == host.name)
+    return {
+        "engine": host.engine,
+        "role": engine.role,
+        "server": server,
+        "entries": entries,
+        "problems": problems,
+        "follows": host.follows,
+        "followed_by": followed,
+        "run_dir": host.run_dir,
+        "lock_path": host.lock_path or f"{host.run_dir}/sweep.lock",
+        "adaptive_config": copy,
+    }
+
+
+def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: Request) -> list[str]:
+    """Multi-node: a rank >= 1 runs its part of each of its leader's configs, in a plain sweep."""
+    rank = host.settings.get("node_rank")
+    if host.follows is None:
+        if host.engine == "sglang" and rank not in (None, "", 0, "0"):
+            need = "specsweep_follows: <the rank-0 host> (it serves no requests of its own)"
+            return [f"node rank {rank} on {host.name} needs {need}"]
+        return []
+    leader = hosts.get(host.follows)
+    if leader is None or leader.name == host.name or leader.follows is not None:
+        why = "another targeted host that follows no one"
+    elif request["mode"] != "replicate" or request["search"]:
+        why = "followed in a plain replicate sweep (no shard mode, no search)"
+    else:
+        return []
+    return [
+        f"specsweep_follows: {host.follows} must be {why}: the follower runs the leader's configs in order"
+    ]
+
+
+def _previous_timings(results_dir: Path, engine: str) -> tuple[float | None, float | None]:
+    """Median (load s, benchmark s) of the latest earlier sweep's ok facts of this engine."""
+    sweeps = sorted((p for p in results_dir.glob("*/sweep.json")), key=lambda p: p.stat().st_mtime)
+    for sweep in reversed(sweeps):
+        loads, benches = [], []
+        for path in sweep.parent.glob("*/*.json"):
+            try:
+                fact = json.loads(path.read_bytes())
+            except (OSError, ValueError):
+                continue
+            if fact.get("status") == "ok" and (fact.get("engine") or {}).get("name") == engine:
+                timings = fact.get("timings") or {}
+                loads += [timings["load_s"]] if timings.get("load_s") else []
+                benches += [timings["bench_s"]] if timings.get("bench_s") else []
+        if loads and benches:
+            return statistics.median(loads), statistics.median(benches)
+    return None, None
+
+
+def estimate(
+    configs: list[cfg.Config], hosts: Mapping[str, dict[str, Any]], request: Request, results_dir: Path
+) -> dict[str, Any]:
+    """Launches per host and how long they take: from the last sweep's load and benchmark times, else
+    a bound on loading alone (the health timeout), the benchmarks unknown."""
+    spec = sum(c.speculative for c in configs)
+    shared = request["mode"] == "shard" or bool(request["search"])
+    n_hosts = max(len(hosts), 1)
+    per_host = len(configs) - spec + (-(-spec // n_hosts) if shared else spec)
+    engines = {h["engine"] for h in hosts.values()}
+    load, bench = _previous_timings(results_dir, next(iter(engines))) if len(engines) == 1 else (None, None)
+    seconds = None
+    if load is not None and bench is not None:
+        seconds = per_host * (load + bench)
+        text = f"about {_duration(seconds)} (last sweep's median load {load:.0f} s, benchmark {bench:.0f} s)"
+    else:
+        timeouts = [h["server"].get("health_timeout_s") or 0 for h in hosts.values() if h.get("server")]
+        bound = per_host * max(timeouts, default=0)
+        text = f"loading up to {_duration(bound)} (health timeout; no earlier sweep to time) + benchmarks"
+    return {"configs": len(configs), "launches_per_host": per_host, "seconds": seconds, "text": text}
+
+
+def build(
+    request: Request, hosts: Mapping[str, HostInput], identity: Identity, results_dir: Path
+) -> dict[str, Any]:
+    """The whole plan, or {errors: [...]} when the request cannot be swept on these hosts."""
+    errors = list(request.errors)
+    configs: list[cfg.Config] = []
+    warnings: list[str] = []
+    engines = sorted({h.engine for h in hosts.values()})
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown:
+        errors.append(f"specsweep_engine: {', '.join(unknown)} is not one of: {', '.join(ENGINES)}")
+    if errors:
+        # A setting that did not parse has no value to read below (request[...] would raise).
+        return {"errors": errors}
+    try:
+        configs, warnings = cfg.grid(
+            request["steps"],
+            request["topk"],
+            request["draft_tokens"],
+            baseline=request["baseline"],
+            algorithm=request["algorithm"] or None,
+            env_profiles=request["env_profiles"],
+            engines=engines,
+        )
+    except cfg.GridError as exc:
+        errors.append(str(exc))
+    if request["adaptive_config"] and not errors:
+        adaptive_configs, refusals = _adaptive_arm(request, hosts)
+        configs += adaptive_configs
+        errors += refusals
+    errors += _search_problems(request, configs)
+    missing = sorted(
+        {c.env_profile for c in configs} - {cfg.DEFAULT_PROFILE}
+        - set.intersection(*(set(h.env_profiles) for h in hosts.values()))
+    ) if hosts else []  # fmt: skip
+    if missing:
+        errors.append(
+            f"env_profiles: {', '.join(missing)} not defined in specsweep_env_profiles of every targeted host"
+        )
+    if len(configs) > request["max_configs"]:
+        errors.append(
+            f"max_configs: the grid has {len(configs)} configs, above the limit of {request['max_configs']}; "
+            f"narrow steps/topk/draft_tokens/env_profiles, or raise it with -e max_configs={len(configs)}"
+        )
+    if errors:
+        return {"errors": errors}
+    plans = {name: _host_plan(h, configs, hosts, request, identity.sweep_id) for name, h in hosts.items()}
+    sweep = {
+        "id": identity.sweep_id,
+        "dir": identity.sweep_dir,
+        "run_id": identity.run_id,
+        "run_started_at": identity.started_at,
+        "git_rev": identity.git_rev,
+        "repo": identity.repo,
+        "hosts": list(hosts),
+        "settings": dict(request.values),
+        "configs": [msgspec.to_builtins(c) for c in configs],
+        "warnings": warnings,
+        "estimate": estimate(configs, plans, request, results_dir),
+    }
+    return {"errors": [], "sweep": sweep, "hosts": plans}
+
+
+def _adaptive_arm(request: Request, hosts: Mapping[str, HostInput]) -> tuple[list[cfg.Config], list[str]]:
+    """The `adaptive` config of each env profile, or why SGLang would refuse it on these hosts."""
+    try:
+        start = adaptive.start_steps(adaptive.load(request["adaptive_config"]))
+    except adaptive.ScheduleError as exc:
+        return [], [f"adaptive_config: {exc}"]
+    refusals = []
+    for h in hosts.values():
+        algorithm = request["algorithm"] or str(h.settings.get("speculative_algorithm") or "").upper() or None
+        extra = [str(a) for a in h.settings.get("extra_args") or []]
+        refusals += adaptive.problems(h.engine, algorithm, request["topk"], extra)
+    profiles = request["env_profiles"] or [cfg.DEFAULT_PROFILE]
+    algorithm = request["algorithm"] or None
+    configs = [cfg.make(start, 1, start + 1, algorithm, p, adaptive=True) for p in profiles]
+    return configs, list(dict.fromkeys(refusals))
+
+
+def _search_problems(request: Request, configs: list[cfg.Config]) -> list[str]:
+    """Why a step search cannot run on this grid: it varies steps alone, over at least 3 values."""
+    if not request["search"] or not configs:
+        return []
+    problems = [
+        f"{name}: search=steps varies steps only; give one {name} value, not a list"
+        for name in ("topk", "draft_tokens")
+        if len(request[name]) > 1
+    ]
+    profiles = {c.env_profile for c in configs}
+    if min(sum(c.speculative and c.env_profile == p for c in configs) for p in profiles) < 3:
+        problems.append("steps_range: search=steps needs at least 3 step counts, e.g. steps_range=1..10")
+    return problems
+
+
+def document(plan: dict[str, Any]) -> dict[str, Any]:
+    """plan.json: every host's exact argv and env per config, secrets redacted."""
+    hosts = {}
+    for name, hp in plan["hosts"].items():
+        entries = [{**e, "argv": redact_argv(e["argv"]), "env": redact_env(e["env"])} for e in hp["entries"]]
+        server = {k: REDACTED if k == "api_key" and v else v for k, v in hp.get("server", {}).items()}
+        hosts[name] = {**hp, "server": server, "entries": entries}
+    return {"schema_version": 2, "sweep": plan["sweep"], "hosts": hosts}
+
+
+def describe(plan: dict[str, Any]) -> str:
+    """The plan as an operator reads it: one command line per host and config."""
+    sweep = plan["sweep"]
+    lines = [summary(sweep)]
+    lines += [f"  grid: {w}" for w in sweep["warnings"]]
+    for host, hp in plan["hosts"].items():
+        lines.append(f"{host} ({hp['engine']}):")
+        lines += [f"  PROBLEM: {p}" for p in hp["problems"]]
+        for entry in hp["entries"]:
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(entry["env"].items()))
+            lines.append(f"  {entry['config']['id']}: {env + ' ' if env else ''}{shlex.join(entry['argv'])}")
+    return "\n".join(lines)
+
+
+def summary(sweep: Mapping[str, Any]) -> str:
+    """One line: the sweep, its configs, where, how long, where the results go."""
+    ids = [c["id"] for c in sweep["configs"]]
+    shown = ", ".join(ids) if len(ids) <= 8 else f"{', '.join(ids[:6])}, ... {ids[-1]}"
+    est = sweep["estimate"]
+    return (
+        f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}, "
+        f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}"
+    )
+
+
+def _duration(seconds: float) -> str:
+    """A duration as people say it."""
+    minutes = seconds / 60
+    return (
+        f"{seconds:.0f} s"
+        if minutes < 2
+        else f"{minutes:.0f} min"
+        if minutes < 120
+        else f"{minutes / 60:.1f} h"
+    )

@@ -1,0 +1,170 @@
+"""Where a sweep stands, from the facts on disk: whether to measure a config, the progress line
+an operator reads, and at the end which hosts left configs unmeasured and why.
+
+The facts are the record of progress (a resumed run finds what an earlier one measured), so
+nothing here is carried from task to task.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.sweep import claims
+
+
+def _status(path: Path) -> str | None:
+    """The status of the fact at path; None when it is absent or unreadable (measured again)."""
+    try:
+        return json.loads(path.read_bytes()).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def measured(sweep_dir: Path, config_id: str, host: str | None) -> bool:
+    """True when the sweep folder holds an ok fact of this config (on `host`, or on any host)."""
+    return any(_status(p) == "ok" for p in sweep_dir.glob(f"{host or '*'}/{config_id}.json"))
+
+
+@dataclass(frozen=True)
+class Done:
+    """This host's configs of this run so far: how many, how many failed, how long each took."""
+
+    durations: list[float]
+    failed: int
+
+    @classmethod
+    def read(cls, host_dir: Path, since: float) -> Done:
+        """The facts of `host_dir` written since the run started."""
+        durations, failed = [], 0
+        for path in host_dir.glob("*.json"):
+            try:
+                fact = json.loads(path.read_bytes())
+                timings = fact["timings"]
+                if timings["started_at"] < since:
+                    continue
+                durations.append(timings["finished_at"] - timings["started_at"])
+                failed += fact.get("status") == "failed"
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return cls(durations, failed)
+
+
+def progress_line(index: int, total: int, config_id: str, state: str, done: Done) -> str:
+    """`config 3/5 s2: launching; 2 measured here (0 failed); ETA 4 min`."""
+    eta = ""
+    if done.durations and state.startswith("launching"):
+        left = total - index
+        eta = f"; ETA {sum(done.durations) / len(done.durations) * left / 60:.0f} min"
+    return (
+        f"config {index + 1}/{total} {config_id}: {state}; {len(done.durations)} measured here "
+        f"({done.failed} failed){eta}"
+    )
+
+
+def start(
+    where: Mapping[str, Any],
+    config_id: str,
+    index: int,
+    total: int,
+    shared: bool,
+    since: float,
+    lost: Collection[str] = (),
+    retake: bool = False,
+) -> dict[str, Any]:
+    """Whether this host measures the config now (`measure`), waits for another host's claim of it
+    (`wait`), and the line that says so.
+
+    where: the sweep folder (`dir`), this run (`run_id`), this host (`host`) and the host it
+    follows, if any (`follows`: a follower runs exactly the configs its leader runs).
+    shared: shard mode, the first host to claim a config measures it; a claim of a host in `lost`
+    (it left the run) is taken over. retake: the pass after a host's own configs, which measures
+    what lost hosts had claimed and waits while live ones are still measuring theirs.
+    """
+    root = Path(where["dir"])
+    leader = where.get("follows") or where["host"]
+    folder = root / ".claims" / where["run_id"] / config_id
+    holder = claims.owner(folder) if shared else None
+    wait = False
+    if measured(root, config_id, None if shared else leader) or (
+        retake and any(root.glob(f"*/{config_id}.json"))
+    ):
+        state = "measured already, skipped"
+    elif shared and not claims.take(folder, {"config_id": config_id, "host": where["host"]}, lost):
+        state, wait = "taken by another host", retake
+    elif holder in lost:
+        state = f"launching (taking over from {holder}, which left the run)"
+    else:
+        state = "launching"
+    done = Done.read(root / where["host"], since)
+    # The pass for lost hosts' claims says only what it takes over.
+    say = (
+        progress_line(index, total, config_id, state, done)
+        if state.startswith("launching") or not retake
+        else ""
+    )
+    return {
+        "measure": state.startswith("launching"),
+        "wait": wait,
+        "started_at": time.time(),
+        "specsweep_say": say,
+    }
+
+
+def host_state(host_vars: Mapping[str, Any]) -> str:
+    """How far a host got, from what its tasks registered (they stay after it fails)."""
+    lock = host_vars.get("specsweep_lock") or {}
+    if lock.get("refusal"):
+        holder = lock.get("holder") or {}
+        return f"in use by sweep {holder.get('sweep_id', '?')} (run {holder.get('run_id', '?')})"
+    if lock.get("unreachable") or not lock:
+        return "not reached"
+    if "specsweep_released" in host_vars:
+        return "finished"
+    if "specsweep_start" in host_vars:
+        return "lost mid-sweep"
+    preflight = host_vars.get("specsweep_preflight") or {}
+    return "stopped in preflight" + (
+        f": {'; '.join(preflight['problems'])}" if preflight.get("problems") else ""
+    )
+
+
+def unmeasured(
+    sweep_dir: Path, hosts: Sequence[str], configs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
+    states: Mapping[str, str],
+) -> list[str]:  # fmt: skip
+    """'host: state; not measured: a, b' for each host that did not finish or left configs without a fact.
+
+    Failed configs have a fact (and are reported as failures); this is what no fact records:
+    hosts lost before or during the sweep (named even when other hosts measured their share).
+    Shard mode and searches expect only each host's baselines; a shard config no host measured is
+    listed under '(shard)'.
+    """
+    present = {(p.parent.name, p.stem) for p in sweep_dir.glob("*/*.json")}
+    shared = settings.get("mode") == "shard" or bool(settings.get("search"))
+    lines = []
+    for host in hosts:
+        expected = [c["id"] for c in configs if not (shared and c["speculative"])]
+        missing = [cid for cid in expected if (host, cid) not in present]
+        state = states.get(host, "not reached")
+        if missing or state != "finished":
+            lines.append(f"{host}: {state}" + (f"; not measured: {', '.join(missing)}" if missing else ""))
+    if settings.get("mode") == "shard" and not settings.get("search"):
+        nobody = [c["id"] for c in configs if c["speculative"] and c["id"] not in {cid for _, cid in present}]
+        if nobody:
+            lines.append(f"(shard): not measured by any host: {', '.join(nobody)}")
+    return lines
+
+
+def failed_configs(sweep_dir: Path, hosts: Sequence[str]) -> list[str]:
+    """'host/config' of every failed fact of the sweep's hosts."""
+    return sorted(
+        f"{p.parent.name}/{p.stem}"
+        for h in hosts
+        for p in (sweep_dir / h).glob("*.json")
+        if _status(p) == "failed"
+    )

@@ -1,0 +1,256 @@
+"""The sweep request: every setting typed after `-e`, its default, how it is read and checked.
+
+Values arrive as YAML types (`-e @file`, `-e '{"steps": [1, 2]}'`) or as strings (`-e steps=1,2`);
+each parser takes both and names the setting in its error. Nothing reaches a host until `read`
+returns no errors. The grid's axes (steps, topk, draft_tokens, algorithm) are read here and
+combined by analysis.sweep.config.grid.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.sweep.config import NAME_RE
+
+_INT = re.compile(r"^[+-]?\d+$")
+_RANGE = re.compile(r"^(\d+)\.\.(\d+)$")
+
+
+class RequestError(ValueError):
+    """One problem with the request, phrased for the operator: '<setting>: <sentence>'."""
+
+
+def int_list(name: str, value: Any, minimum: int = 1) -> list[int]:
+    """2, [1, 2], "1,2,4", "[1,2,4]" or "1..10" as sorted distinct integers; [] for empty."""
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, bool):
+        raise RequestError(f"{name}: expected whole numbers, got {value!r}")
+    if isinstance(value, int):
+        items: list[Any] = [value]
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    elif isinstance(value, str):
+        text = value.strip().removeprefix("[").removesuffix("]").strip()
+        span = _RANGE.match(text)
+        if span:
+            lo, hi = int(span[1]), int(span[2])
+            if lo > hi:
+                raise RequestError(f"{name}: range {value!r} is empty (write low..high)")
+            items = list(range(lo, hi + 1))
+        else:
+            items = [t.strip() for t in text.split(",")]
+    else:
+        raise RequestError(f"{name}: expected whole numbers, got {value!r}")
+    out = []
+    for item in items:
+        if isinstance(item, bool) or not (
+            isinstance(item, int) or (isinstance(item, str) and _INT.match(item))
+        ):
+            raise RequestError(f"{name}: {item!r} is not a whole number (got {value!r})")
+        number = int(item)
+        if number < minimum:
+            raise RequestError(f"{name}: {number} is below the minimum of {minimum}")
+        out.append(number)
+    return sorted(set(out))
+
+
+def one_int(name: str, value: Any, minimum: int = 1) -> int:
+    """Exactly one whole number (a list or a range is an error, not silently its smallest item)."""
+    numbers = int_list(name, value, minimum)
+    if len(numbers) != 1:
+        raise RequestError(f"{name}: expected one whole number >= {minimum}, got {value!r}")
+    return numbers[0]
+
+
+def some_ints(name: str, value: Any) -> list[int]:
+    """One or more whole numbers >= 1."""
+    numbers = int_list(name, value)
+    if not numbers:
+        raise RequestError(f"{name}: expected one or more whole numbers, got {value!r}")
+    return numbers
+
+
+def boolean(name: str, value: Any) -> bool:
+    """A boolean as YAML or a `-e key=value` string spells it."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "yes", "on", "1"):
+        return True
+    if text in ("false", "no", "off", "0"):
+        return False
+    raise RequestError(f"{name}: expected true or false, got {value!r}")
+
+
+def names(name: str, value: Any) -> list[str]:
+    """File-safe names as a list or "a,b" / "[a,b]", in order, each once."""
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, str):
+        items = [t.strip().strip("'\"") for t in value.strip().removeprefix("[").removesuffix("]").split(",")]
+    elif isinstance(value, list | tuple):
+        items = [str(v) for v in value]
+    else:
+        raise RequestError(f"{name}: expected a list of names, got {value!r}")
+    bad = [i for i in items if not NAME_RE.match(i)]
+    if bad:
+        raise RequestError(f"{name}: {bad[0]!r} is not a name (letters, digits, '.', '_', '-')")
+    return list(dict.fromkeys(items))
+
+
+def one_name(name: str, value: Any) -> str:
+    """One file-safe name, or '' when not given."""
+    text = "" if value is None else str(value)
+    if text and not NAME_RE.match(text):
+        raise RequestError(f"{name}: {text!r} may use letters, digits, '.', '_' and '-' only")
+    return text
+
+
+def choice(*allowed: str) -> Callable[[str, Any], str]:
+    """A parser for one of a few words ('' and None read as the first)."""
+
+    def parse(name: str, value: Any) -> str:
+        text = allowed[0] if value in (None, "") else value
+        if text not in allowed:
+            raise RequestError(f"{name}: {value!r} is not one of: {', '.join(repr(a) for a in allowed)}")
+        return text
+
+    return parse
+
+
+def text(name: str, value: Any) -> str:
+    """A plain string without newline or NUL ('' when not given)."""
+    out = "" if value is None else str(value).strip()
+    if "\n" in out or "\0" in out:
+        raise RequestError(f"{name}: must not contain a newline or NUL")
+    return out
+
+
+def positive_number(name: str, value: Any) -> float | None:
+    """A number > 0, or None when not given."""
+    if value is None or value == "":
+        return None
+    try:
+        number = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number > 0:
+        raise RequestError(f"{name}: expected a number > 0, got {value!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One `-e` setting: how it is read, its default, and one line for the operator."""
+
+    name: str
+    parse: Callable[[str, Any], Any]
+    default: Any
+    help: str
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # The grid: analysis.sweep.config.grid combines these.
+    Setting("steps", int_list, [1], "speculative step counts: 2, 1,2,4 or 1..10 (llama.cpp: draft length)"),
+    Setting("topk", int_list, [], "SGLang --speculative-eagle-topk values; empty = 1"),
+    Setting("draft_tokens", int_list, [], "SGLang --speculative-num-draft-tokens; empty = steps + 1"),
+    Setting("algorithm", text, "", "speculative algorithm; empty = the host's default (EAGLE3, ngram-mod)"),
+    Setting("baseline", boolean, True, "also measure the server without speculation"),
+    Setting("env_profiles", names, [], "env profiles to compare (specsweep_env_profiles of the hosts)"),
+    Setting(
+        "adaptive_config", text, "", "SGLang adaptive schedule file (controller): adds config `adaptive`"
+    ),
+    # How each config is measured.
+    Setting("concurrency", some_ints, [1], "concurrency levels, all measured on each launch"),
+    Setting("repeats", lambda n, v: one_int(n, v), 3, "measured repeats of the prompt set per level"),
+    Setting("warmup", lambda n, v: one_int(n, v, 0), 1, "unmeasured warm-up requests per launch"),
+    Setting("max_tokens", lambda n, v: one_int(n, v), 96, "tokens generated per request (EOS ignored)"),
+    Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
+    Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
+    # How the fleet shares the work.
+    Setting("mode", choice("replicate", "shard"), "replicate", "replicate: every host runs every config"),
+    Setting("search", choice("", "steps"), "", "steps: search the step counts instead of a grid"),
+    Setting("steps_range", int_list, [], "the candidates of search=steps (steps works too)"),
+    Setting("max_configs", lambda n, v: one_int(n, v), 64, "refuse a grid of more configs than this"),
+    Setting(
+        "lease_s", lambda n, v: one_int(n, v, 30), 600, "a host stops our servers when unheard this long"
+    ),
+    # The run itself.
+    Setting("plan_only", boolean, False, "only write and print the plan; launch nothing"),
+    Setting("sweep_id", one_name, "", "results folder name; empty = a UTC timestamp"),
+    Setting("resume", one_name, "", "re-run sweep ID: configs it measured already are skipped"),
+    Setting("target", text, "sweep", "inventory group or pattern to sweep"),
+    Setting("results_dir", text, "", "controller folder of results/<sweep_id>; empty = <repo>/results"),
+)
+BY_NAME = {s.name: s for s in SETTINGS}
+
+# Variables the suite reads besides its settings and its roles' own (role-prefixed) ones: from the
+# inventory, and from the nightly's and the release playbook's command lines.
+SUITE_VARIABLES = {
+    "specsweep_engine": "the engine a host runs: llama_cpp or sglang",
+    "specsweep_env_profiles": "named environment profiles a sweep can compare",
+    "specsweep_lock_path": "the host's sweep.lock (default: next to the server pidfiles)",
+    "specsweep_follows": "multi-node: the rank-0 host this host runs its part beside",
+    "specsweep_nightly": "the nightly's own grid and regression settings",
+    "specsweep_request": "defaults for the settings above, set by a calling playbook (the nightly)",
+    "specsweep_fail_on_failure": "false: a calling playbook judges failed configs itself",
+    "nightly_history": "the nightly's history store (default: results/history.sqlite)",
+    "nightly_reports_dir": "where the nightly writes each night's report and regression summary",
+    "nightly_prometheus_textfile": "the nightly writes the node_exporter textfile here when set",
+    "release": "playbooks/release.yml: the sweep whose servers and locks to release",
+    "release_results_dir": "playbooks/release.yml: the results folder holding that sweep",
+}
+
+
+@dataclass(frozen=True)
+class Request:
+    """A checked request: every setting's value, and the problems found (empty when valid)."""
+
+    values: dict[str, Any]
+    errors: list[str]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+
+def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) -> Request:
+    """Every setting from `given` (the -e values), else `defaults` (specsweep_request), else its own."""
+    values: dict[str, Any] = {}
+    errors: list[str] = []
+    unknown = sorted(set(defaults or {}) - set(BY_NAME))
+    errors += [f"specsweep_request: {key!r} is not a sweep setting" for key in unknown]
+    for setting in SETTINGS:
+        raw = given.get(setting.name, (defaults or {}).get(setting.name, setting.default))
+        try:
+            values[setting.name] = setting.parse(setting.name, raw)
+        except RequestError as exc:
+            errors.append(str(exc))
+    if values.get("search") and values.get("steps_range"):
+        values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
+    return Request(values, errors)
+
+
+def unknown_keys(extra_vars: Mapping[str, Any], known: Iterable[str]) -> list[str]:
+    """A sentence per `-e` key that is neither a setting nor a variable the suite reads.
+
+    A typo must not silently run the default grid on a fleet; `_raw_params` is what Ansible makes
+    of a stray word in key=value form (`-e 'sweep_id=a b'`).
+    """
+    allowed = set(known) | set(BY_NAME) | set(SUITE_VARIABLES)
+    problems = []
+    for key, value in extra_vars.items():
+        if key == "_raw_params":
+            problems.append(
+                f"-e: {value!r} is not key=value (quote a value with spaces inside JSON or YAML: "
+                """-e '{"key": "a b"}')"""
+            )
+        elif key not in allowed and not key.startswith("ansible_"):
+            close = difflib.get_close_matches(key, sorted(allowed), n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            problems.append(f"{key}: not a sweep setting{hint}")
+    return problems

@@ -1,0 +1,119 @@
+"""An interrupted sweep gives its hosts back: Ctrl-C or SIGTERM stops the servers it launched and
+releases its host locks (playbooks/release.yml), keeping every recorded fact."""
+
+from __future__ import annotations
+
+import atexit
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ansible import context
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = r"""
+name: specsweep_interrupt
+type: aggregate
+short_description: on Ctrl-C or SIGTERM, stop the sweep's servers and release its host locks
+description:
+  - Ansible stops at once on Ctrl-C (SIGTERM kills it outright), leaving the servers and benchmark
+    clients it started running on their hosts, and their host locks held. This plugin turns SIGTERM
+    into the same interruption as Ctrl-C and, as ansible-playbook exits, runs playbooks/release.yml
+    over the hosts of the interrupted sweep with the same inventory and connection options, for at
+    most RELEASE_TIMEOUT_S seconds. Facts already recorded are on disk and stay.
+  - A controller that dies without a signal it can catch (kill -9, power loss) is covered on each
+    host by the lease its servers' supervisor watches.
+requirements:
+  - enabled in ansible.cfg (callbacks_enabled)
+"""
+
+REPO = Path(__file__).resolve().parents[2]
+RELEASE = REPO / "playbooks" / "release.yml"
+RELEASE_TIMEOUT_S = 50
+# Command-line options that say how to reach the hosts, as ansible-playbook takes them.
+CONNECTION_OPTIONS = {
+    "remote_user": "--user",
+    "private_key_file": "--private-key",
+    "connection": "--connection",
+    "timeout": "--timeout",
+    "ssh_common_args": "--ssh-common-args",
+    "ssh_extra_args": "--ssh-extra-args",
+    "become_method": "--become-method",
+    "become_user": "--become-user",
+}
+
+
+def release_argv(cli: Any, sweep: dict[str, Any], results_dir: str) -> list[str]:
+    """playbooks/release.yml over the sweep's hosts, reached as this run reaches them."""
+    argv = [str(Path(sys.argv[0]).resolve()), str(RELEASE)]
+    for source in cli.get("inventory") or ():
+        argv += ["--inventory", source]
+    for key, flag in CONNECTION_OPTIONS.items():
+        if cli.get(key) not in (None, ""):
+            argv += [flag, str(cli[key])]
+    argv += ["--become"] if cli.get("become") else []
+    for vault in cli.get("vault_password_files") or ():
+        argv += ["--vault-password-file", vault]
+    # The run's own -e values may carry connection variables (ansible_user, ...).
+    for extra in cli.get("extra_vars") or ():
+        argv += ["--extra-vars", extra]
+    argv += ["--extra-vars", f"release={sweep['id']}", "--extra-vars", f"release_results_dir={results_dir}"]
+    return [*argv, "--limit", ",".join(sweep["hosts"])]
+
+
+class CallbackModule(CallbackBase):
+    """Remembers the plan of this run; on an interruption, releases its hosts as the process exits."""
+
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "specsweep_interrupt"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._sweep: dict[str, Any] | None = None
+        self._interrupted = False
+
+    def v2_playbook_on_start(self, playbook: Any) -> None:
+        # Ansible's own handler (set before callbacks load) tells the workers and, for SIGINT,
+        # raises KeyboardInterrupt: SIGTERM is sent down that same path instead of killing us.
+        ansible_handler = signal.getsignal(signal.SIGINT)
+
+        def interrupted(signum: int, frame: Any) -> None:
+            self._interrupted = True
+            if callable(ansible_handler):
+                ansible_handler(signal.SIGINT, frame)
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, interrupted)
+        signal.signal(signal.SIGTERM, interrupted)
+        atexit.register(self._release)
+
+    def v2_runner_on_ok(self, result: Any) -> None:
+        sweep = result._result.get("sweep")
+        if result._task.action.endswith("specsweep_plan") and sweep and not result._task.check_mode:
+            self._sweep = sweep
+
+    def _release(self) -> None:
+        """Run the release playbook for the interrupted sweep's hosts (bounded in time)."""
+        sweep = self._sweep
+        if not self._interrupted or sweep is None or sweep["settings"].get("plan_only"):
+            return
+        results_dir = str(Path(sweep["dir"]).parent)
+        argv = release_argv(context.CLIARGS, sweep, results_dir)
+        self._display.display(
+            f"interrupted: stopping the servers of sweep {sweep['id']} and releasing its hosts"
+        )
+        try:
+            # Its output through this display: its own, inherited, would meet a closing terminal.
+            done = subprocess.run(
+                argv, cwd=REPO, timeout=RELEASE_TIMEOUT_S, check=False, capture_output=True, text=True
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self._display.warning(f"releasing the hosts of sweep {sweep['id']} did not finish: {exc}")
+            return
+        self._display.display((done.stdout + done.stderr).strip())
+        if done.returncode:
+            self._display.warning(f"releasing the hosts of sweep {sweep['id']}: exit {done.returncode}")

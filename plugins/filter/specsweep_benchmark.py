@@ -1,0 +1,15 @@
+"""The benchmark client's argv as a filter: `{{ benchmark_settings | specsweep_client_argv }}`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The suite's own Python (installed in the venv by scripts/setup.sh).
+from analysis.sweep.client import client_argv
+
+
+class FilterModule:
+    """Ansible entry point."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"specsweep_client_argv": client_argv}

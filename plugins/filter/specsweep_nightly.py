@@ -1,0 +1,15 @@
+"""The nightly's settings as filters (analysis.nightly.request owns them and their defaults)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The suite's own Python (installed in the venv by scripts/setup.sh).
+from analysis.nightly.request import settings, sweep_request
+
+
+class FilterModule:
+    """Ansible entry point: {{ specsweep_nightly | specsweep_nightly_request(mode, plan_only) }}."""
+
+    def filters(self) -> dict[str, Any]:
+        return {"specsweep_nightly_request": sweep_request, "specsweep_nightly_settings": settings}

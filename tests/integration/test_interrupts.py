@@ -1,0 +1,134 @@
+"""A controller that is interrupted or dies mid-sweep gives its hosts back, and a server that hangs
+is named: real ansible-playbook runs over the SSH hosts against a real llama.cpp server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sweeps import REPO, playbook, playbook_argv, sweep_env
+from testhosts import NetnsHosts
+
+QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
+HOST = "sshost1"
+
+
+def run_dir(hosts: NetnsHosts) -> Path:
+    """The host's server_process_run_dir, seen from the controller."""
+    return hosts.opt_dir(HOST) / "specsweep" / "run"
+
+
+def wait_for(
+    check: Callable[[], Any], what: str, timeout: float = 120, proc: subprocess.Popen | None = None
+) -> Any:
+    """Poll check() until it is truthy; fail naming `what` at the deadline or when `proc` ended first."""
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert proc is None or proc.poll() is None, f"the sweep ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
+        time.sleep(0.05)  # polling a condition, bounded by the deadline
+    return found
+
+
+def server_record(hosts: NetnsHosts) -> dict[str, Any] | None:
+    """The pid record of the server on port 8080, when one is running."""
+    try:
+        return json.loads((run_dir(hosts) / "server-8080.pid").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def alive(hosts: NetnsHosts, pid: int) -> bool:
+    """Whether pid runs (not a zombie) in the host's own pid namespace."""
+    state = hosts.run_in_host(HOST, ["ps", "-o", "stat=", "-p", str(pid)]).stdout.strip()
+    return bool(state) and not state.startswith("Z")
+
+
+def start_sweep(inventory: Path, results: Path, *extra: str) -> subprocess.Popen:
+    """ansible-playbook sweep.yml in its own session (as a terminal would run it), logging to results/."""
+    log = open(results / "sweep.log", "wb")  # noqa: SIM115 - the child writes it
+    argv = playbook_argv(inventory, results, "-e", f"target={HOST}", *extra)
+    return subprocess.Popen(argv, cwd=REPO, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_an_interrupted_controller_stops_its_servers_and_releases_its_lock_then_resumes(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path, signum: signal.Signals
+) -> None:
+    proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=I", "-e", "steps=1,2", *QUICK)
+    first = tmp_path / "I" / HOST / "baseline.json"
+    wait_for(first.exists, "the first fact", proc=proc)
+
+    # The next config's server is up (or coming up) when the operator presses Ctrl-C.
+    def s1_server() -> dict[str, Any] | None:
+        record = server_record(ssh_hosts)
+        return record if record and record.get("argv", [])[-1:] == ["1"] else None  # --spec-ngram-mod-n-max 1
+
+    record = wait_for(s1_server, "s1's server", proc=proc)
+    before = first.read_bytes()
+    interrupted = time.monotonic()
+    os.kill(proc.pid, signum)  # ansible-playbook itself, as Ctrl-C or `kill` reaches it
+    proc.wait(timeout=90)
+    took = time.monotonic() - interrupted
+    log = (tmp_path / "sweep.log").read_text()
+    assert proc.returncode != 0, log[-3000:]
+    assert took < 60, log[-3000:]
+    assert "interrupted: stopping the servers of sweep I" in log, log[-3000:]
+    assert not alive(ssh_hosts, record["server_pid"]), log[-3000:]
+    assert not (run_dir(ssh_hosts) / "sweep.lock").exists(), log[-3000:]
+    assert first.read_bytes() == before  # what was recorded stays
+
+    resumed = playbook(sweep_inventory, tmp_path, "I", "-e", f"target={HOST}", "-e", "steps=1,2", *QUICK)
+    assert resumed.proc.returncode == 0, resumed.output[-3000:]
+    assert "config 1/3 baseline: measured already, skipped" in resumed.output
+    assert sorted(c for _, c in resumed.facts()) == ["baseline", "s1", "s2"]
+
+
+def test_a_controller_killed_outright_is_outlived_by_the_hosts_lease(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    # The shortest lease the sweep takes: the supervisor must not stop a healthy run before it.
+    proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=K", "-e", "steps=1", "-e", "lease_s=30",
+                       "-e", "repeats=2", "-e", "max_tokens=400", "-e", "warmup=0")  # fmt: skip
+    record = wait_for(lambda: server_record(ssh_hosts), "the first server", proc=proc)
+    os.killpg(proc.pid, signal.SIGKILL)  # the controller and everything it ran: no handler, no cleanup
+    proc.wait()
+    killed = time.monotonic()
+    lock = run_dir(ssh_hosts) / "sweep.lock"
+    wait_for(lambda: not lock.exists() and not alive(ssh_hosts, record["server_pid"]),
+             "the host giving itself back", timeout=60)  # fmt: skip
+    assert time.monotonic() - killed >= 20  # the lease ran out (renewed last just before the kill)
+    log = (run_dir(ssh_hosts) / "K" / "baseline.log").read_text()
+    assert "lease expired" in log, log[-2000:]
+
+    resumed = playbook(sweep_inventory, tmp_path, "K", "-e", f"target={HOST}", "-e", "steps=1", *QUICK)
+    assert resumed.proc.returncode == 0, resumed.output[-3000:]
+    assert sorted(c for _, c in resumed.facts()) == ["baseline", "s1"]
+
+
+def test_a_server_stopped_while_loading_is_named_hung_and_killed_without_the_grace(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=H", "-e", "steps=1", "-e", "baseline=false",
+                       *QUICK)  # fmt: skip
+    record = wait_for(lambda: server_record(ssh_hosts), "the server", proc=proc)
+    stopped = ssh_hosts.run_in_host(HOST, ["kill", "-STOP", str(record["server_pid"])])
+    assert stopped.returncode == 0, stopped.stderr
+    proc.wait(timeout=120)
+    log = (tmp_path / "sweep.log").read_text()
+    fact = json.loads((tmp_path / "H" / HOST / "s1.json").read_text())
+    assert fact["status"] == "failed", log[-3000:]
+    assert fact["failure"]["cause"] == "hung", fact["failure"]
+    assert "state T" in fact["failure"]["message"], fact["failure"]
+    # Named within a poll and stopped at once: nowhere near the 120 s health timeout or the 60 s grace.
+    assert fact["timings"]["finished_at"] - fact["timings"]["started_at"] < 30, fact["timings"]
+    assert not alive(ssh_hosts, record["server_pid"])
+    assert "[sshost1] s1: failed in load: hung" in log, log[-3000:]

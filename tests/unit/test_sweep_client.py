@@ -1,0 +1,115 @@
+"""The benchmark client's argv on a host (analysis.sweep.client): the list the benchmark role's YAML
+used to build, and one both clients' own parsers accept."""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from plugin_loader import REPO, load_plugin
+
+from analysis.sweep.client import client_argv
+
+FILES = REPO / "roles" / "benchmark" / "files"
+
+# benchmark_settings (roles/benchmark/vars/main.yml) as Ansible templates it.
+SETTINGS: dict[str, Any] = {
+    "client": "specsweep",
+    "python": "/usr/bin/python3",
+    "work_dir": "/var/tmp/specsweep/bench",
+    "engine": "llama_cpp",
+    "url": "http://127.0.0.1:8080",
+    "prompt_set": "prompts/code.jsonl",
+    "max_tokens": 96,
+    "warmup": 1,
+    "repeats": 3,
+    "request_timeout_s": 300,
+    "output": "/var/tmp/specsweep/sw/s1.bench.json",
+    "concurrency": [1, 4],
+    "sglang_python": "/opt/sglang/bin/python",
+    "sglang_jsonl": "/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
+    "sglang_extra_args": [],
+}
+# What both clients take after their own options (the old benchmark_common_args).
+COMMON = [
+    "--url=http://127.0.0.1:8080",
+    "--prompts=/var/tmp/specsweep/bench/code.jsonl",
+    "--max-tokens=96",
+    "--warmup=1",
+    "--repeats=3",
+    "--timeout-s=300",
+    "--output=/var/tmp/specsweep/sw/s1.bench.json",
+    "--api-key-env=SPECSWEEP_API_KEY",
+    "--concurrency=1",
+    "--concurrency=4",
+]
+
+
+def adapter() -> ModuleType:
+    """specsweep_bench_serving.py as the host runs it: beside specsweep_bench.py."""
+    sys.path.insert(0, str(FILES))
+    try:
+        return load_plugin("roles/benchmark/files/specsweep_bench_serving.py")
+    finally:
+        sys.path.remove(str(FILES))
+
+
+def test_the_specsweep_client_argv_is_exact() -> None:
+    assert client_argv(SETTINGS) == [
+        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp", *COMMON,
+    ]  # fmt: skip
+
+
+def test_the_bench_serving_adapter_argv_is_exact() -> None:
+    settings = {**SETTINGS, "client": "sglang", "engine": "sglang", "sglang_extra_args": ["--seed-x", 7]}
+    assert client_argv(settings) == [
+        "/usr/bin/python3",
+        "/var/tmp/specsweep/bench/specsweep_bench_serving.py",
+        "--sglang-python=/opt/sglang/bin/python",
+        "--jsonl=/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
+        "--extra-arg=--seed-x",
+        "--extra-arg=7",
+        *COMMON,
+    ]
+
+
+def test_both_clients_parse_what_they_are_given() -> None:
+    bench = load_plugin("roles/benchmark/files/specsweep_bench.py")
+    args = bench.parse_args(client_argv(SETTINGS)[2:])
+    assert (args.engine, args.prompts, args.max_tokens, args.concurrency) == (
+        "llama_cpp", "/var/tmp/specsweep/bench/code.jsonl", 96, [1, 4],
+    )  # fmt: skip
+    assert (args.timeout_s, args.api_key_env) == (300.0, "SPECSWEEP_API_KEY")
+    settings = {**SETTINGS, "client": "sglang", "sglang_extra_args": ["--disable-tqdm"]}
+    args = adapter().parse_args(client_argv(settings)[2:])
+    assert (args.sglang_python, args.extra_arg, args.repeats) == (
+        "/opt/sglang/bin/python",
+        ["--disable-tqdm"],
+        3,
+    )
+
+
+def test_the_prompt_set_is_read_from_the_work_dir_by_its_file_name() -> None:
+    settings = {**SETTINGS, "prompt_set": "/srv/prompts/mine.jsonl", "work_dir": "/w/", "concurrency": [2]}
+    argv = client_argv(settings)
+    assert argv[1] == "/w/specsweep_bench.py"
+    assert "--prompts=/w/mine.jsonl" in argv
+    assert [a for a in argv if a.startswith("--concurrency")] == ["--concurrency=2"]
+
+
+def test_an_unknown_client_is_refused_by_its_variable() -> None:
+    with pytest.raises(ValueError, match=r"^benchmark_client: 'vllm' is not one of: specsweep, sglang$"):
+        client_argv({**SETTINGS, "client": "vllm"})
+
+
+def test_the_filter_hands_the_role_this_function() -> None:
+    filters = load_plugin("plugins/filter/specsweep_benchmark.py").FilterModule().filters()
+    assert filters == {"specsweep_client_argv": client_argv}
+
+
+def test_the_role_passes_every_setting_the_function_reads() -> None:
+    role_vars = yaml.safe_load((REPO / "roles" / "benchmark" / "vars" / "main.yml").read_text())
+    assert set(role_vars["benchmark_settings"]) == set(SETTINGS)

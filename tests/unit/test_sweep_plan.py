@@ -1,0 +1,256 @@
+"""The plan of a sweep (analysis.sweep.plan) beyond the grid: each host's server and problems, the
+wall-time estimate, plan.json with secrets redacted, and what an operator reads."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from analysis.facts.schema import REDACTED
+from analysis.sweep import plan, request
+
+LLAMA: dict[str, Any] = {
+    "command": ["/opt/specsweep/llama.cpp-venv/bin/python", "/opt/specsweep/specsweep_llama_server.py"],
+    "model_path": "/models/gemma.gguf",
+    "host": "127.0.0.1",
+    "port": 8080,
+    "threads": 1,
+    "ctx_size": 2048,
+    "parallel": 1,
+    "metrics": True,
+    "ngram_n_match": 4,
+    "ngram_n_min": 1,
+    "env": {},
+    "extra_args": [],
+    "health_timeout_s": 120,
+    "packages": ["xllamacpp==2026.10.11549"],
+}
+SGLANG: dict[str, Any] = {
+    "python": "/opt/sglang/bin/python",
+    "model_path": "/models/Kimi-K2.5-int4",
+    "draft_model_path": "/models/Kimi-K2.5-eagle3",
+    "speculative_algorithm": "EAGLE3",
+    "tp_size": 8,
+    "host": "127.0.0.1",
+    "port": 30000,
+    "enable_metrics": False,
+    "env": {},
+    "extra_args": [],
+    "health_timeout_s": 1800,
+}
+IDENTITY = plan.Identity(
+    sweep_id="sw", sweep_dir="/results/sw", run_id="r1", git_rev="abc123", repo="/repo", started_at=5.0
+)
+
+
+def build(hosts: list[plan.HostInput], results_dir: Path, **given: Any) -> dict[str, Any]:
+    """The plan of `given` (as typed after -e); fails the test when it is refused."""
+    built = plan.build(request.read(given), {h.name: h for h in hosts}, IDENTITY, results_dir)
+    assert built["errors"] == [], built["errors"]
+    return built
+
+
+def llama(name: str = "h0", **settings: Any) -> plan.HostInput:
+    return plan.HostInput(name, "llama_cpp", {**LLAMA, **settings})
+
+
+def fact(path: Path, engine: str, load_s: float | None, bench_s: float | None, status: str = "ok") -> None:
+    """A fact file with what the estimate reads of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    timings = {"started_at": 0.0, "finished_at": 1.0, "load_s": load_s, "bench_s": bench_s}
+    path.write_text(json.dumps({"status": status, "engine": {"name": engine}, "timings": timings}))
+
+
+def earlier_sweep(results: Path, name: str, mtime: float, facts: list[tuple[str, float, float, str]]) -> None:
+    """results/<name>/sweep.json written at `mtime`, with a fact per (engine, load_s, bench_s, status)."""
+    (results / name).mkdir(parents=True)
+    for i, (engine, load_s, bench_s, status) in enumerate(facts):
+        fact(results / name / "h0" / f"s{i + 1}.json", engine, load_s, bench_s, status)
+    (results / name / "sweep.json").write_text("{}")
+    os.utime(results / name / "sweep.json", (mtime, mtime))
+
+
+# --------------------------------------------------------------------------------------
+# What each host receives
+# --------------------------------------------------------------------------------------
+
+
+def test_a_host_receives_its_server_entries_and_lock(tmp_path: Path) -> None:
+    built = build([llama(packages=["xllamacpp==1"])], tmp_path, steps="1,2", concurrency="1,4")
+    h0 = built["hosts"]["h0"]
+    assert h0["server"] == {
+        "engine": "llama_cpp", "version": "xllamacpp==1", "model": "/models/gemma.gguf", "host": "127.0.0.1",
+        "port": 8080, "url": "http://127.0.0.1:8080", "health_timeout_s": 120.0, "api_key": "",
+    }  # fmt: skip
+    assert (h0["engine"], h0["role"], h0["problems"], h0["follows"], h0["followed_by"]) == (
+        "llama_cpp", "llama_server", [], None, [],
+    )  # fmt: skip
+    assert (h0["run_dir"], h0["lock_path"]) == ("/var/tmp/specsweep", "/var/tmp/specsweep/sweep.lock")
+    # The highest concurrency sizes llama.cpp's slots, on every launch.
+    assert all(e["argv"][e["argv"].index("-np") + 1] == "4" for e in h0["entries"])
+    sweep = built["sweep"]
+    assert {k: sweep[k] for k in ("id", "dir", "run_id", "run_started_at", "git_rev", "repo", "hosts")} == {
+        "id": "sw", "dir": "/results/sw", "run_id": "r1", "run_started_at": 5.0, "git_rev": "abc123",
+        "repo": "/repo", "hosts": ["h0"],
+    }  # fmt: skip
+    assert sweep["settings"] == request.read({"steps": "1,2", "concurrency": "1,4"}).values
+
+
+def test_a_setting_a_host_cannot_render_is_its_problem_named_by_role_variable(tmp_path: Path) -> None:
+    no_draft = plan.HostInput("g1", "sglang", {**SGLANG, "draft_model_path": ""})
+    built = build([llama(), no_draft], tmp_path, steps=2)
+    assert built["hosts"]["h0"]["problems"] == []
+    assert built["hosts"]["g1"]["problems"] == [
+        "sglang_server_draft_model_path: EAGLE3 needs a draft model; use NEXTN for MTP layers shipped inside "
+        "the target checkpoint."
+    ]
+    assert built["hosts"]["g1"]["server"] == {"engine": "sglang"}
+
+
+def test_a_custom_lock_path_is_kept(tmp_path: Path) -> None:
+    host = plan.HostInput("h0", "llama_cpp", LLAMA, run_dir="/srv/run", lock_path="/srv/lock")
+    assert build([host], tmp_path)["hosts"]["h0"]["lock_path"] == "/srv/lock"
+    host = plan.HostInput("h0", "llama_cpp", LLAMA, run_dir="/srv/run")
+    assert build([host], tmp_path)["hosts"]["h0"]["lock_path"] == "/srv/run/sweep.lock"
+
+
+# --------------------------------------------------------------------------------------
+# estimate
+# --------------------------------------------------------------------------------------
+
+
+def test_without_an_earlier_sweep_the_estimate_bounds_loading_by_the_health_timeout(tmp_path: Path) -> None:
+    estimate = build([llama()], tmp_path, steps="1,2")["sweep"]["estimate"]
+    assert estimate == {
+        "configs": 3,
+        "launches_per_host": 3,
+        "seconds": None,  # the benchmarks' time is not known before a sweep of this engine
+        "text": "loading up to 6 min (health timeout; no earlier sweep to time) + benchmarks",
+    }
+
+
+def test_the_estimate_uses_the_last_sweeps_median_load_and_benchmark_times(tmp_path: Path) -> None:
+    earlier_sweep(tmp_path, "old", 1000, [("llama_cpp", 100, 100, "ok")])
+    earlier_sweep(tmp_path, "last", 2000, [
+        ("llama_cpp", 10, 20, "ok"), ("llama_cpp", 60, 100, "ok"), ("llama_cpp", 20, 30, "ok"),
+        ("llama_cpp", 999, 999, "failed"),  # a failure's times say nothing
+        ("sglang", 999, 999, "ok"),  # another engine's neither
+    ])  # fmt: skip
+    # The newest sweep has nothing of this engine: it is passed over.
+    earlier_sweep(tmp_path, "newest", 3000, [("sglang", 5, 5, "ok")])
+    estimate = build([llama()], tmp_path, steps="1,2")["sweep"]["estimate"]
+    assert estimate == {
+        "configs": 3,
+        "launches_per_host": 3,
+        "seconds": 3 * (20 + 30),  # the medians (the means would be 30 and 50)
+        "text": "about 2 min (last sweep's median load 20 s, benchmark 30 s)",
+    }
+
+
+def test_an_unreadable_fact_is_skipped_by_the_estimate(tmp_path: Path) -> None:
+    earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", 10, 20, "ok")])
+    (tmp_path / "last" / "h0" / "s9.json").write_text('{"status": "ok"')
+    assert build([llama()], tmp_path, steps=1)["sweep"]["estimate"]["seconds"] == 2 * 30
+
+
+@pytest.mark.parametrize(
+    ("given", "launches"),
+    [
+        ({"steps": "1..4"}, 5),  # replicate: every host runs every config
+        ({"steps": "1..4", "mode": "shard"}, 3),  # its baseline + half of 4
+        ({"steps": "1..5", "mode": "shard"}, 4),  # its baseline + 5 / 2 rounded up
+        ({"steps": "1..4", "search": "steps"}, 3),
+        ({"steps": "1..4", "baseline": False, "mode": "shard"}, 2),
+    ],
+)
+def test_shared_configs_are_split_over_the_hosts_in_the_estimate(
+    tmp_path: Path, given: dict[str, Any], launches: int
+) -> None:
+    earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", 10, 20, "ok")])
+    estimate = build([llama("a"), llama("b")], tmp_path, **given)["sweep"]["estimate"]
+    assert (estimate["launches_per_host"], estimate["seconds"]) == (launches, launches * 30.0)
+
+
+def test_mixed_engines_take_the_longest_health_timeout(tmp_path: Path) -> None:
+    earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", 10, 20, "ok")])
+    hosts = [llama(), plan.HostInput("g1", "sglang", SGLANG)]
+    estimate = build(hosts, tmp_path, steps=2, algorithm="")["sweep"]["estimate"]
+    assert (estimate["launches_per_host"], estimate["seconds"]) == (2, None)
+    assert estimate["text"].startswith("loading up to 60 min (health timeout")  # 2 x SGLang's 1800 s
+
+
+# --------------------------------------------------------------------------------------
+# plan.json, the description and the summary line
+# --------------------------------------------------------------------------------------
+
+
+def test_plan_json_holds_every_launch_with_secrets_redacted(tmp_path: Path) -> None:
+    secret = {**SGLANG, "api_key": "s3cret", "env": {"HF_TOKEN": "hf_x", "NCCL_ALGO": "Ring"}}
+    built = build([plan.HostInput("g1", "sglang", secret)], tmp_path, steps=2)
+    doc = plan.document(built)
+    assert (doc["schema_version"], doc["sweep"]) == (2, built["sweep"])
+    g1 = doc["hosts"]["g1"]
+    assert g1["server"]["api_key"] == REDACTED
+    for entry in g1["entries"]:
+        assert entry["argv"][entry["argv"].index("--api-key") + 1] == REDACTED
+        assert entry["env"] == {"HF_TOKEN": REDACTED, "NCCL_ALGO": "Ring"}
+    assert "s3cret" not in json.dumps(doc) and "hf_x" not in json.dumps(doc)
+    # The plan the hosts receive keeps the real values.
+    assert built["hosts"]["g1"]["server"]["api_key"] == "s3cret"
+    assert "s3cret" in built["hosts"]["g1"]["entries"][0]["argv"]
+
+
+def test_describe_prints_a_command_line_per_host_and_config(tmp_path: Path) -> None:
+    hosts = [
+        plan.HostInput("g0", "sglang", {**SGLANG, "env": {"NCCL_X": "a b"}}),
+        plan.HostInput("g1", "sglang", {**SGLANG, "draft_model_path": ""}),
+    ]
+    built = build(hosts, tmp_path, steps="2", topk="1,2", draft_tokens="4")
+    lines = plan.describe(plan.document(built)).splitlines()
+    assert lines[0] == plan.summary(built["sweep"])
+    assert lines[1].startswith("  grid: skipped steps=2 topk=1 draft_tokens=4: 4 > steps*topk+1 = 3")
+    assert lines[2] == "g0 (sglang):"
+    assert lines[3] == (
+        "  baseline: NCCL_X='a b' /opt/sglang/bin/python -m sglang.launch_server --model-path "
+        "/models/Kimi-K2.5-int4 --tp-size 8 --host 127.0.0.1 --port 30000"
+    )
+    assert lines[4].startswith("  s2-k2-d4: NCCL_X='a b' /opt/sglang/bin/python ")
+    assert lines[4].endswith(" --speculative-eagle-topk 2 --speculative-num-draft-tokens 4")
+    assert lines[5] == "g1 (sglang):"
+    assert lines[6].startswith("  PROBLEM: sglang_server_draft_model_path: EAGLE3 needs a draft model")
+    assert len(lines) == 7 + len(built["hosts"]["g1"]["entries"])
+
+
+def test_describe_without_env_starts_with_the_command(tmp_path: Path) -> None:
+    built = build([plan.HostInput("g1", "sglang", SGLANG)], tmp_path, steps=2)
+    lines = plan.describe(plan.document(built)).splitlines()
+    assert lines[1] == "g1 (sglang):"
+    assert lines[2].startswith("  baseline: /opt/sglang/bin/python -m sglang.launch_server --model-path ")
+
+
+def test_the_summary_names_configs_hosts_time_and_folder(tmp_path: Path) -> None:
+    built = build([llama("a"), llama("b")], tmp_path, steps="1,2")
+    assert plan.summary(built["sweep"]) == (
+        "sweep sw: 3 config(s) (baseline, s1, s2) on a, b, 3 launch(es) per host, loading up to 6 min "
+        "(health timeout; no earlier sweep to time) + benchmarks; results in /results/sw"
+    )
+
+
+def test_a_long_grid_is_shortened_in_the_summary(tmp_path: Path) -> None:
+    built = build([llama()], tmp_path, steps="1..10")
+    line = plan.summary(built["sweep"])
+    assert "(baseline, s1, s2, s3, s4, s5, ... s10)" in line, line
+
+
+@pytest.mark.parametrize(("seconds", "said"), [(90, "90 s"), (360, "6 min"), (9000, "2.5 h")])
+def test_the_estimate_is_said_as_people_say_durations(tmp_path: Path, seconds: float, said: str) -> None:
+    earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", seconds / 2, seconds / 2, "ok")])
+    built = build([llama()], tmp_path, steps="", baseline=True)
+    expected = (
+        f"sweep {built['sweep']['id']}: 1 config(s) (baseline) on h0, 1 launch(es) per host, about {said} "
+    )
+    assert plan.summary(built["sweep"]).startswith(expected), plan.summary(built["sweep"])

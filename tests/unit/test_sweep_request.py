@@ -1,0 +1,165 @@
+"""What may follow `-e` (analysis.sweep.request): unknown keys refused with a hint, every setting's
+default, a calling playbook's defaults (specsweep_request), and the parsers not covered by test_grid."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ansible.parsing.splitter import parse_kv
+from plugin_loader import load_plugin
+
+from analysis.sweep import request
+
+# What `-e` gives the plan when nothing is typed.
+DEFAULTS = {
+    "steps": [1], "topk": [], "draft_tokens": [], "algorithm": "", "baseline": True, "env_profiles": [],
+    "adaptive_config": "",
+    "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
+    "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
+    "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
+    "plan_only": False, "sweep_id": "", "resume": "", "target": "sweep", "results_dir": "",
+}  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------
+# unknown_keys
+# --------------------------------------------------------------------------------------
+
+
+def test_a_typo_is_refused_with_the_setting_it_resembles() -> None:
+    assert request.unknown_keys({"stepz": 2}, ()) == ["stepz: not a sweep setting (did you mean steps?)"]
+    assert request.unknown_keys({"concurency": 4, "repeat": 2}, ()) == [
+        "concurency: not a sweep setting (did you mean concurrency?)",
+        "repeat: not a sweep setting (did you mean repeats?)",
+    ]
+
+
+def test_a_key_like_nothing_known_is_refused_without_a_hint() -> None:
+    assert request.unknown_keys({"zzzz": 1}, ()) == ["zzzz: not a sweep setting"]
+
+
+def test_a_stray_word_in_key_value_form_is_refused() -> None:
+    # `-e 'sweep_id=a b'`: Ansible keeps "a" as the sweep id and "b" as _raw_params.
+    extra = parse_kv("sweep_id=a b")
+    assert extra == {"sweep_id": "a", "_raw_params": "b"}
+    problems = request.unknown_keys(extra, ())
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("-e: 'b' is not key=value"), problems
+    assert """-e '{"key": "a b"}'""" in problems[0], problems
+
+
+def test_settings_host_variables_ansible_and_role_variables_are_accepted() -> None:
+    extra = {
+        **dict.fromkeys(request.BY_NAME, "x"),
+        **dict.fromkeys(request.SUITE_VARIABLES, "x"),
+        "ansible_user": "ops",
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "llama_server_port": 8081,
+    }
+    assert request.unknown_keys(extra, {"llama_server_port"}) == []
+    # A role variable counts only when a role documents it; the hint names the close one.
+    assert request.unknown_keys({"llama_server_prot": 1}, {"llama_server_port"}) == [
+        "llama_server_prot: not a sweep setting (did you mean llama_server_port?)"
+    ]
+
+
+def test_the_roles_own_variables_are_what_the_plan_accepts() -> None:
+    """The plan action passes every variable a role documents (defaults and argument specs)."""
+    known = load_plugin("plugins/action/specsweep_plan.py").role_variables()
+    assert {"llama_server_port", "sglang_server_tp_size", "benchmark_client"} <= known
+    assert request.unknown_keys({"sglang_server_tp_size": 8, "benchmark_client": "sglang"}, known) == []
+    assert request.unknown_keys({"sglang_server_tp_sise": 8}, known) == [
+        "sglang_server_tp_sise: not a sweep setting (did you mean sglang_server_tp_size?)"
+    ]
+
+
+# --------------------------------------------------------------------------------------
+# read
+# --------------------------------------------------------------------------------------
+
+
+def test_nothing_given_reads_every_setting_at_its_default() -> None:
+    req = request.read({})
+    assert (req.values, req.errors) == (DEFAULTS, [])
+    assert [s.name for s in request.SETTINGS] == list(DEFAULTS)
+    assert all(s.help for s in request.SETTINGS)
+
+
+def test_a_calling_playbooks_defaults_apply_and_minus_e_wins() -> None:
+    nightly = {"steps": "1,2,4", "repeats": 5, "sweep_id": "nightly"}
+    req = request.read({}, nightly)
+    assert (req["steps"], req["repeats"], req["sweep_id"], req["warmup"]) == ([1, 2, 4], 5, "nightly", 1)
+    req = request.read({"steps": "3", "sweep_id": "mine"}, nightly)
+    assert (req["steps"], req["repeats"], req["sweep_id"], req.errors) == ([3], 5, "mine", [])
+
+
+def test_a_bad_default_from_a_calling_playbook_is_refused_by_name() -> None:
+    req = request.read({}, {"stepz": 2, "repeats": "many"})
+    assert req.errors == [
+        "specsweep_request: 'stepz' is not a sweep setting",
+        "repeats: 'many' is not a whole number (got 'many')",
+    ]
+
+
+def test_a_search_takes_its_candidates_from_steps_range() -> None:
+    req = request.read({"search": "steps", "steps_range": "1..5"})
+    assert (req["steps"], req["steps_range"], req.errors) == ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [])
+    # steps works too, and steps_range without a search changes nothing.
+    assert request.read({"search": "steps", "steps": "2..4"})["steps"] == [2, 3, 4]
+    assert request.read({"steps_range": "1..5"})["steps"] == [1]
+
+
+# --------------------------------------------------------------------------------------
+# The other parsers
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("a,b", ["a", "b"]), ("[a, 'b']", ["a", "b"]), (["x", "y", "x"], ["x", "y"]), ("", []), (None, [])],
+)
+def test_names_read_lists_in_order_each_once(value: Any, expected: list[str]) -> None:
+    assert request.names("env_profiles", value) == expected
+
+
+@pytest.mark.parametrize(("value", "why"), [("a b", "'a b' is not a name"), (5, "expected a list of names")])
+def test_names_refuse_by_name(value: Any, why: str) -> None:
+    with pytest.raises(request.RequestError, match=rf"^env_profiles: {why}"):
+        request.names("env_profiles", value)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({"sla_ttft_p99_ms": "250"}, 250.0),
+        ({"sla_ttft_p99_ms": 12.5}, 12.5),
+        ({"sla_ttft_p99_ms": ""}, None),
+    ],
+)
+def test_an_slo_is_a_positive_number_or_unset(given: dict[str, Any], expected: float | None) -> None:
+    assert request.read(given)["sla_ttft_p99_ms"] == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "error"),
+    [
+        ("sla_itl_p99_ms", 0, "sla_itl_p99_ms: expected a number > 0, got 0"),
+        ("sla_itl_p99_ms", "fast", "sla_itl_p99_ms: expected a number > 0, got 'fast'"),
+        ("sla_itl_p99_ms", True, "sla_itl_p99_ms: expected a number > 0, got True"),
+        ("sla_itl_p99_ms", "nan", "sla_itl_p99_ms: expected a number > 0, got 'nan'"),
+        ("lease_s", 10, "lease_s: 10 is below the minimum of 30"),
+        ("max_configs", "1,2", "max_configs: expected one whole number >= 1, got '1,2'"),
+        ("target", "sweep\nall", "target: must not contain a newline or NUL"),
+        ("resume", "../x", "resume: '../x' may use letters, digits, '.', '_' and '-' only"),
+        ("search", "grid", "search: 'grid' is not one of: '', 'steps'"),
+    ],
+)
+def test_each_setting_is_refused_by_name(name: str, value: Any, error: str) -> None:
+    req = request.read({name: value})
+    assert req.errors == [error]
+    assert name not in req.values
+
+
+def test_an_empty_choice_reads_as_its_first_word() -> None:
+    assert (request.read({"mode": ""})["mode"], request.read({"mode": None})["mode"]) == ("replicate",) * 2
