@@ -16,6 +16,7 @@ import itertools
 import re
 import typing
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -49,6 +50,36 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+@dataclass(frozen=True)
+class Axis:
+    """A field of Config a sweep varies (`-e <name>=...`): its id part, its values' type, the
+    engines that have it. Speculative configs only: the baseline is each engine's default server."""
+
+    name: str
+    tag: str  # the id part: s2, -k4, -d8, -ov0
+    kind: type  # int or bool (a bool is written 0/1 in the id)
+    engines: tuple[str, ...]
+    default: tuple[Any, ...]
+    help: str
+
+
+AXES: tuple[Axis, ...] = (
+    Axis("steps", "s", int, ENGINES, (1,), "speculative step counts: 2, 1,2,4 or 1..10 (llama.cpp: n-max)"),
+    Axis("topk", "k", int, ("sglang",), (), "SGLang --speculative-eagle-topk values; empty = 1"),
+    Axis("draft_tokens", "d", int, ("sglang",), (), "SGLang --speculative-num-draft-tokens; empty = steps+1"),
+    Axis(
+        "overlap_schedule",
+        "ov",
+        bool,
+        ("sglang",),
+        (),
+        "SGLang's overlap scheduler on/off; empty = its choice",
+    ),
+)
+# The axes after the id's head (s<steps>), each named in the id when it is set.
+_PARTS = AXES[1:]
+
+
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One point of the sweep grid; `id` names its result file and is derived from the fields."""
 
@@ -58,6 +89,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     steps: int | None = None
     topk: int | None = None
     draft_tokens: int | None = None
+    overlap_schedule: bool | None = None
     # SGLang's adaptive speculation: the server switches step counts per batch size at run time,
     # from a schedule file; `steps` is the count it starts from.
     adaptive: bool = False
@@ -68,13 +100,14 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         if self.speculative and self.steps is None and not self.adaptive:
             raise ValueError("steps: required when speculative is true")
         if not self.speculative:
-            fields = ("algorithm", "steps", "topk", "draft_tokens")
+            fields = ("algorithm", *(a.name for a in AXES))
             given = [n for n in fields if getattr(self, n) is not None]
             if given or self.adaptive:
                 raise ValueError(f"{(given or ['adaptive'])[0]}: must be unset when speculative is false")
         made = config_id(
-            self.steps, self.topk, self.draft_tokens, self.env_profile, self.speculative, self.adaptive
-        )
+            self.steps, env_profile=self.env_profile, speculative=self.speculative, adaptive=self.adaptive,
+            **{a.name: getattr(self, a.name) for a in _PARTS},
+        )  # fmt: skip
         if self.id != made:
             raise ValueError(f"config id {self.id!r} does not name its fields (they make {made!r})")
 
@@ -95,12 +128,11 @@ COLUMN_TYPES: dict[str, type] = {
     if f.name in COLUMNS
 }
 
-# The id's parts after the head ("baseline" or "s<steps>"), each present when its field is set;
+# An id: the head (baseline, adaptive or s<steps>), the set axes in AXES order, then +<env_profile>;
 # an adaptive config is "adaptive" whatever it starts from (one per env profile).
-_ID_PARTS = (("topk", "k"), ("draft_tokens", "d"))
 _ID_RE = re.compile(
     r"(?:baseline|(?P<adaptive>adaptive)|s(?P<steps>\d+)"
-    + "".join(rf"(?:-{tag}(?P<{name}>\d+))?" for name, tag in _ID_PARTS)
+    + "".join(rf"(?:-{a.tag}(?P<{a.name}>\d+))?" for a in _PARTS)
     + r")(?:\+(?P<env_profile>[A-Za-z0-9][A-Za-z0-9._-]*))?"
 )
 
@@ -112,15 +144,17 @@ def config_id(
     env_profile: str = DEFAULT_PROFILE,
     speculative: bool | None = None,
     adaptive: bool = False,
+    **axes: Any,
 ) -> str:
-    """File-safe name of a grid point: baseline, s2, s5-k4-d8, s2+nccl_ll_ring, adaptive."""
+    """File-safe name of a grid point: baseline, s2, s5-k4-d8, s2-ov0, s2+nccl_ll_ring, adaptive."""
     if speculative is None:
         speculative = steps is not None or adaptive
+    values = {"topk": topk, "draft_tokens": draft_tokens, **axes}
     if adaptive:
         head = "adaptive"
     elif speculative:
-        values = {"topk": topk, "draft_tokens": draft_tokens}
-        head = f"s{steps}" + "".join(f"-{tag}{values[n]}" for n, tag in _ID_PARTS if values[n] is not None)
+        parts = (f"-{a.tag}{int(values[a.name])}" for a in _PARTS if values.get(a.name) is not None)
+        head = f"s{steps}" + "".join(parts)
     else:
         head = "baseline"
     return head if env_profile == DEFAULT_PROFILE else f"{head}+{env_profile}"
@@ -134,13 +168,13 @@ def parse_id(text: str) -> dict[str, Any]:
             f"config id {text!r} is not baseline, s<steps> or s<steps>-k<topk>-d<draft> "
             "(optionally +<env_profile>)"
         )
-    numbers = {name: int(match[name]) if match[name] else None for name in ("steps", "topk", "draft_tokens")}
+    values = {a.name: None if match[a.name] is None else a.kind(int(match[a.name])) for a in AXES}
     adaptive = match["adaptive"] is not None
     return {
         "id": text,
-        "speculative": numbers["steps"] is not None or adaptive,
+        "speculative": values["steps"] is not None or adaptive,
         "algorithm": None,
-        **numbers,
+        **values,
         "adaptive": adaptive,
         "env_profile": match["env_profile"] or DEFAULT_PROFILE,
     }
@@ -153,12 +187,13 @@ def make(
     algorithm: str | None = None,
     env_profile: str = DEFAULT_PROFILE,
     adaptive: bool = False,
+    **axes: Any,
 ) -> Config:
     """A config from its fields; `steps` None is the baseline (no speculation); an adaptive config
-    starts from `steps`."""
+    starts from `steps`; `axes`: the values of AXES beyond steps, topk and draft tokens."""
     speculative = steps is not None
     return Config(
-        id=config_id(steps, topk, draft_tokens, env_profile, speculative, adaptive),
+        id=config_id(steps, topk, draft_tokens, env_profile, speculative, adaptive, **axes),
         speculative=speculative,
         algorithm=algorithm if speculative else None,
         steps=steps,
@@ -166,6 +201,7 @@ def make(
         draft_tokens=draft_tokens,
         adaptive=adaptive,
         env_profile=env_profile,
+        **axes,
     )
 
 
@@ -200,12 +236,15 @@ def engine_problems(config: Config, engine: str) -> list[str]:
     if not config.speculative:
         return []
     algorithm = config.algorithm
+    # An axis the engine does not have (llama.cpp's n-gram drafts have no tree, no overlap scheduler).
+    problems = [
+        f"{a.name}: applies to {', '.join(a.engines)} only, not to {engine}"
+        for a in AXES
+        if getattr(config, a.name) is not None and engine not in a.engines
+    ]
     if engine == "llama_cpp":
-        problems = []
         if algorithm not in (None, *ALGORITHMS["llama_cpp"]):
             problems.append(f"algorithm: {algorithm!r} is not known to llama_cpp (one of: ngram-mod)")
-        if config.topk is not None or config.draft_tokens is not None:
-            problems.append("topk: applies to SGLang only (llama_cpp's n-gram drafts have no tree)")
         return problems
     if algorithm is None:
         return []  # the host's sglang_server_speculative_algorithm, checked when rendered
@@ -238,9 +277,7 @@ class GridError(ValueError):
 
 
 def grid(
-    steps: Sequence[int],
-    topk: Sequence[int] = (),
-    draft_tokens: Sequence[int] = (),
+    axes: Mapping[str, Sequence[Any]],
     *,
     baseline: bool = True,
     algorithm: str | None = None,
@@ -249,26 +286,33 @@ def grid(
 ) -> tuple[list[Config], list[str]]:
     """The configs of a request, and a warning per grid cell left out (pointless or invalid).
 
-    Raises GridError when the request itself is wrong (topk without steps, a knob an engine of the
-    targeted hosts does not have) or leaves nothing valid to sweep.
+    axes: values per AXES name (an empty list leaves that axis to the engine). Raises GridError when
+    the request itself is wrong (topk without steps, a knob an engine of the targeted hosts does
+    not have) or leaves nothing valid to sweep.
     """
-    if (topk or draft_tokens) and not steps:
-        name = "topk" if topk else "draft_tokens"
-        raise GridError(f"{name}: given without steps (SGLang takes steps, topk and draft tokens together)")
+    steps, topk, draft_tokens = (list(axes.get(name) or []) for name in ("steps", "topk", "draft_tokens"))
+    unset = [a.name for a in _PARTS if axes.get(a.name)]
+    if unset and not steps:
+        raise GridError(f"{unset[0]}: given without steps (every speculative config has a step count)")
     if draft_tokens and not topk:
         raise GridError("draft_tokens: needs topk (SGLang takes steps, topk and draft tokens together)")
     configs: list[Config] = []
     warnings: list[str] = []
-    cells = list(itertools.product(steps, topk or [None], draft_tokens or [None]))
+    more = AXES[3:]  # axes with no rule between them and the draft tree
+    cells = list(
+        itertools.product(
+            steps, topk or [None], draft_tokens or [None], *(axes.get(a.name) or [None] for a in more)
+        )
+    )
     for profile in env_profiles or [DEFAULT_PROFILE]:
         if baseline:
             configs.append(make(env_profile=profile))
-        for s, k, d in cells:
+        for s, k, d, *rest in cells:
             if k is not None and d is None:
                 if k != 1:
                     raise GridError(f"draft_tokens: required when topk is {k} (steps {s})")
                 d = s + 1  # what SGLang forces for topk 1
-            config = make(s, k, d, algorithm, profile)
+            config = make(s, k, d, algorithm, profile, **{a.name: v for a, v in zip(more, rest, strict=True)})
             problems = shape_problems(s, k, d)
             if not problems:
                 problems = [p for e in engines for p in engine_problems(config, e)]

@@ -198,6 +198,8 @@ def sglang_argv(config: Config, s: Settings, slots: int) -> list[str]:
     argv += ["--tp-size", str(tp_size), "--host", _text(s, "host", required=True), "--port", str(_port(s))]
     if config.speculative:
         argv += _sglang_spec(config, s)
+    if config.overlap_schedule is False:
+        argv.append("--disable-overlap-schedule")
     if config.adaptive:
         # The server switches step counts per batch size from the schedule, starting at config.steps.
         schedule = _text(s, "adaptive_config_path", required=True)

@@ -172,9 +172,7 @@ def build(
         return {"errors": errors}
     try:
         configs, warnings = cfg.grid(
-            request["steps"],
-            request["topk"],
-            request["draft_tokens"],
+            {a.name: request[a.name] for a in cfg.AXES},
             baseline=request["baseline"],
             algorithm=request["algorithm"] or None,
             env_profiles=request["env_profiles"],

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.sweep.config import NAME_RE
+from analysis.sweep.config import AXES, NAME_RE
 
 _INT = re.compile(r"^[+-]?\d+$")
 _RANGE = re.compile(r"^(\d+)\.\.(\d+)$")
@@ -57,6 +57,17 @@ def int_list(name: str, value: Any, minimum: int = 1) -> list[int]:
             raise RequestError(f"{name}: {number} is below the minimum of {minimum}")
         out.append(number)
     return sorted(set(out))
+
+
+def bool_list(name: str, value: Any) -> list[bool]:
+    """true / false / "true,false" / [true, false]: distinct booleans, false first; [] for empty."""
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, str):
+        items: list[Any] = [t.strip() for t in value.strip().removeprefix("[").removesuffix("]").split(",")]
+    else:
+        items = list(value) if isinstance(value, list | tuple) else [value]
+    return sorted({boolean(name, item) for item in items})
 
 
 def one_int(name: str, value: Any, minimum: int = 1) -> int:
@@ -155,10 +166,8 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    # The grid: analysis.sweep.config.grid combines these.
-    Setting("steps", int_list, [1], "speculative step counts: 2, 1,2,4 or 1..10 (llama.cpp: draft length)"),
-    Setting("topk", int_list, [], "SGLang --speculative-eagle-topk values; empty = 1"),
-    Setting("draft_tokens", int_list, [], "SGLang --speculative-num-draft-tokens; empty = steps + 1"),
+    # The grid's axes (analysis.sweep.config.AXES, which grid combines), then the rest of a config.
+    *(Setting(a.name, int_list if a.kind is int else bool_list, list(a.default), a.help) for a in AXES),
     Setting("algorithm", text, "", "speculative algorithm; empty = the host's default (EAGLE3, ngram-mod)"),
     Setting("baseline", boolean, True, "also measure the server without speculation"),
     Setting("env_profiles", names, [], "env profiles to compare (specsweep_env_profiles of the hosts)"),

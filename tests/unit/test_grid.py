@@ -156,14 +156,15 @@ def test_baseline_and_steps_make_one_config_each() -> None:
     assert (ids(built), built["sweep"]["warnings"]) == (["baseline", "s1", "s2"], [])
     assert built["sweep"]["configs"][0] == {"id": "baseline", "speculative": False, "algorithm": None,
                                             "steps": None, "topk": None, "draft_tokens": None,
-                                            "adaptive": False, "env_profile": "default"}  # fmt: skip
-    assert built["sweep"]["configs"][2] == {"id": "s2", "speculative": True, "algorithm": None, "steps": 2,
-                                            "topk": None, "draft_tokens": None, "adaptive": False,
+                                            "overlap_schedule": None, "adaptive": False,
                                             "env_profile": "default"}  # fmt: skip
+    assert built["sweep"]["configs"][2] == {"id": "s2", "speculative": True, "algorithm": None, "steps": 2,
+                                            "topk": None, "draft_tokens": None, "overlap_schedule": None,
+                                            "adaptive": False, "env_profile": "default"}  # fmt: skip
 
 
 def test_the_grid_function_makes_the_same_configs_as_the_plan() -> None:
-    configs, warnings = config.grid([1, 2], engines=("sglang",))
+    configs, warnings = config.grid({"steps": [1, 2]}, engines=("sglang",))
     assert (configs, warnings) == ([config.make(), config.make(1), config.make(2)], [])
     assert [msgspec.to_builtins(c) for c in configs] == sweep(steps="1,2")["sweep"]["configs"]
 

@@ -91,12 +91,14 @@ def test_a_hostile_model_path_stays_one_verbatim_argv_element() -> None:
     assert len(argv) == len(COMMON)
 
 
-def test_topk_is_refused_by_name() -> None:
-    problems = config.engine_problems(make(4, 1, 5), "llama_cpp")
-    assert len(problems) == 1 and problems[0].startswith("topk: "), problems
-    assert "no tree" in problems[0], problems
+def test_the_axes_llama_cpp_does_not_have_are_refused_by_name() -> None:
+    problems = config.engine_problems(make(4, 1, 5, overlap_schedule=False), "llama_cpp")
+    assert problems == [
+        f"{name}: applies to sglang only, not to llama_cpp"
+        for name in ("topk", "draft_tokens", "overlap_schedule")
+    ]
     with pytest.raises(config.GridError, match=r"^topk: .*llama_cpp"):
-        config.grid([4], [1], [5], engines=("llama_cpp",))
+        config.grid({"steps": [4], "topk": [1], "draft_tokens": [5]}, engines=("llama_cpp",))
 
 
 @pytest.mark.parametrize("algorithm", ["EAGLE3", "NGRAM", "ngram-simple"])
@@ -104,7 +106,7 @@ def test_algorithms_other_than_ngram_mod_are_refused_by_name(algorithm: str) -> 
     expected = f"algorithm: {algorithm!r} is not known to llama_cpp (one of: ngram-mod)"
     assert config.engine_problems(make(4, algorithm=algorithm), "llama_cpp") == [expected]
     with pytest.raises(config.GridError) as caught:
-        config.grid([4], algorithm=algorithm, engines=("llama_cpp",))
+        config.grid({"steps": [4]}, algorithm=algorithm, engines=("llama_cpp",))
     assert str(caught.value) == expected
 
 

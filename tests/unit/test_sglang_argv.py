@@ -313,6 +313,14 @@ def test_steps_alone_default_to_topk_1_and_steps_plus_1() -> None:
                                "--speculative-num-draft-tokens", "3"]  # fmt: skip
 
 
+def test_the_overlap_scheduler_axis_turns_it_off_or_leaves_sglangs_choice() -> None:
+    off = render(make(2, 1, 3, "EAGLE3", overlap_schedule=False), server())
+    assert off[-1] == "--disable-overlap-schedule" and off.count("--disable-overlap-schedule") == 1
+    on = render(make(2, 1, 3, "EAGLE3", overlap_schedule=True), server())
+    assert on == render(make(2, 1, 3, "EAGLE3"), server())  # on is SGLang's own default
+    assert "--disable-overlap-schedule" not in on
+
+
 def test_eagle3_tree() -> None:
     assert render(make(5, 4, 8, algorithm="EAGLE3"), server()) == [
         *HEAD,
@@ -526,7 +534,12 @@ def test_an_invalid_shape_names_draft_tokens(
         assert problems == []
     with pytest.raises(config.GridError, match=r"^draft_tokens: "):
         config.grid(
-            [steps], [topk] if topk else [], [draft_tokens] if draft_tokens else [], engines=("sglang",)
+            {
+                "steps": [steps],
+                "topk": [topk] if topk else [],
+                "draft_tokens": [draft_tokens] if draft_tokens else [],
+            },
+            engines=("sglang",),
         )
 
 
@@ -544,7 +557,11 @@ def test_what_sglang_cannot_run_names_the_variable(conf: Config, var: str) -> No
     assert len(problems) == 1 and problems[0].startswith(f"{var}: "), problems
     topk, draft_tokens = [conf.topk] if conf.topk else [], [conf.draft_tokens] if conf.draft_tokens else []
     with pytest.raises(config.GridError, match=rf"^{var}: "):
-        config.grid([conf.steps], topk, draft_tokens, algorithm=conf.algorithm, engines=("sglang",))
+        config.grid(
+            {"steps": [conf.steps], "topk": topk, "draft_tokens": draft_tokens},
+            algorithm=conf.algorithm,
+            engines=("sglang",),
+        )
 
 
 @pytest.mark.parametrize(("name", "value"), [("steps", 0), ("steps", -1), ("topk", 0), ("draft_tokens", 0)])

@@ -27,9 +27,21 @@ IDS: list[tuple[str, dict[str, Any]]] = [
         {"speculative": True, "steps": 5, "topk": 4, "draft_tokens": 8, "env_profile": "p.v-1"},
     ),
     ("adaptive+lean", {"speculative": True, "adaptive": True, "env_profile": "lean"}),
+    ("s2-ov1", {"speculative": True, "steps": 2, "overlap_schedule": True}),
+    (
+        "s2-k1-d3-ov0+fast",
+        {
+            "speculative": True,
+            "steps": 2,
+            "topk": 1,
+            "draft_tokens": 3,
+            "overlap_schedule": False,
+            "env_profile": "fast",
+        },
+    ),
 ]
-UNSET = {"algorithm": None, "steps": None, "topk": None, "draft_tokens": None, "adaptive": False,
-         "env_profile": "default"}  # fmt: skip
+UNSET = {"algorithm": None, "steps": None, "topk": None, "draft_tokens": None, "overlap_schedule": None,
+         "adaptive": False, "env_profile": "default"}  # fmt: skip
 
 
 @pytest.mark.parametrize(("text", "fields"), IDS)
@@ -38,14 +50,18 @@ def test_parse_id_reads_back_every_id_form(text: str, fields: dict[str, Any]) ->
     assert parsed == {"id": text, **UNSET, **fields}
     # ... and the id is what config_id makes of those fields, and a valid Config.
     assert config_id(parsed["steps"], parsed["topk"], parsed["draft_tokens"], parsed["env_profile"],
-                     parsed["speculative"], parsed["adaptive"]) == text  # fmt: skip
+                     parsed["speculative"], parsed["adaptive"],
+                     overlap_schedule=parsed["overlap_schedule"]) == text  # fmt: skip
     assert Config(**parsed).id == text
 
 
 def test_every_config_of_a_grid_round_trips_through_its_id() -> None:
     profiles = ["default", "fast"]
     configs, _ = config.grid(
-        [1, 2, 3], [1, 2], [3, 4, 5], algorithm="EAGLE3", env_profiles=profiles, engines=("sglang",)
+        {"steps": [1, 2, 3], "topk": [1, 2], "draft_tokens": [3, 4, 5], "overlap_schedule": [False, True]},
+        algorithm="EAGLE3",
+        env_profiles=profiles,
+        engines=("sglang",),
     )
     assert len(configs) > 10
     for c in configs:
@@ -115,19 +131,19 @@ def test_columns_and_the_point_derive_from_the_struct() -> None:
     columns, point, types = config.COLUMNS, config.POINT, config.COLUMN_TYPES
     fields = [f.name for f in msgspec.structs.fields(Config)]
     assert columns == tuple(f for f in fields if f != "id")
-    assert columns == ("speculative", "algorithm", "steps", "topk", "draft_tokens", "adaptive", "env_profile")
+    assert columns == ("speculative", "algorithm", "steps", "topk", "draft_tokens", "overlap_schedule",
+                       "adaptive", "env_profile")  # fmt: skip
     assert point == tuple(f for f in columns if f != "env_profile")
     assert types == {"speculative": bool, "algorithm": str, "steps": int, "topk": int, "draft_tokens": int,
-                     "adaptive": bool, "env_profile": str}  # fmt: skip
-    assert make(5, 4, 8, "EAGLE3", "fast").point == (True, "EAGLE3", 5, 4, 8, False)
+                     "overlap_schedule": bool, "adaptive": bool, "env_profile": str}  # fmt: skip
+    assert make(5, 4, 8, "EAGLE3", "fast").point == (True, "EAGLE3", 5, 4, 8, None, False)
     assert make(2, env_profile="fast").point == make(2).point
 
 
 def test_grid_warnings_are_said_once_whatever_the_profiles() -> None:
-    one, warned = config.grid([1, 2], [1, 2], [3, 5], engines=("sglang",))
-    two, warned_twice = config.grid(
-        [1, 2], [1, 2], [3, 5], env_profiles=["default", "fast"], engines=("sglang",)
-    )
+    axes = {"steps": [1, 2], "topk": [1, 2], "draft_tokens": [3, 5]}
+    one, warned = config.grid(axes, engines=("sglang",))
+    two, warned_twice = config.grid(axes, env_profiles=["default", "fast"], engines=("sglang",))
     assert len(two) == 2 * len(one)
     assert warned_twice == warned and len(warned) == 4
 

@@ -13,7 +13,8 @@ from analysis.sweep import request
 
 # What `-e` gives the plan when nothing is typed.
 DEFAULTS = {
-    "steps": [1], "topk": [], "draft_tokens": [], "algorithm": "", "baseline": True, "env_profiles": [],
+    "steps": [1], "topk": [], "draft_tokens": [], "overlap_schedule": [], "algorithm": "", "baseline": True,
+    "env_profiles": [],
     "adaptive_config": "",
     "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
     "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
