@@ -90,6 +90,10 @@ def runner_kwargs(args: argparse.Namespace, night: str) -> dict[str, Any]:
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
             # ansible-runner turns host key checking off unless told; keep ansible.cfg's policy.
             "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
+            # runner sets the callback path and stdout callback through the environment, which hides
+            # ansible.cfg's: name ours again (runner appends its own path and wraps our output).
+            "ANSIBLE_CALLBACK_PLUGINS": str(REPO / "plugins" / "callback"),
+            "ANSIBLE_STDOUT_CALLBACK": "specsweep",
         },
     }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up a controller: the Python venv (.venv) with the pinned controller packages, and,
-# when run as root on Debian/Ubuntu, the system packages the integration tests use
-# (SSH test hosts in network namespaces, a systemd-nspawn host, systemd's unit checker).
+# when run as root on Debian/Ubuntu, the system packages the tests use (SSH test hosts in
+# network namespaces, a systemd-nspawn host, systemd's unit checker, promtool, a headless browser).
 # Idempotent; the inference engine itself is installed by the llama_server role on each host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,7 +19,7 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 else
-  echo "setup: not root (or no apt): skipping ${APT_PACKAGES[*]} (needed by the integration tests only)"
+  echo "setup: not root (or no apt): skipping ${APT_PACKAGES[*]} (the tests need them: SSH test hosts, promtool, chromium)"
 fi
 
 python=python3.11

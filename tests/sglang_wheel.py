@@ -17,24 +17,37 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from cachelock import cache_lock
+
 CACHE = Path(__file__).resolve().parents[1] / ".cache" / "sglang-0.5.23"
 
 
 def sglang_source(*parts: str) -> Path:
     """The unpacked `sglang` package with at least `parts` (paths or folder prefixes in the wheel,
     e.g. "sglang/srt/") present; returns the package folder."""
-    missing = [p for p in parts if not (CACHE / p).exists()]
-    if missing:
-        wheels = CACHE / "wheel"
-        if not list(wheels.glob("sglang-0.5.23-*.whl")):
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                 "--dest", str(wheels), "sglang==0.5.23"],
-                check=True,
-            )  # fmt: skip
-        with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
-            whl.extractall(CACHE, [n for n in whl.namelist() if n.startswith(tuple(missing))])
+    # A marker per part: a folder can exist with only the part of it an earlier caller asked for.
+    done = {p: CACHE / "extracted" / p.strip("/").replace("/", "%") for p in parts}
+    with cache_lock("sglang-0.5.23"):
+        _extract([p for p, marker in done.items() if not marker.exists()], done)
     return CACHE / "sglang"
+
+
+def _extract(missing: list[str], done: dict[str, Path]) -> None:
+    """Unpack the `missing` parts from the wheel (downloaded first if absent), marking each done."""
+    if not missing:
+        return
+    wheels = CACHE / "wheel"
+    if not list(wheels.glob("sglang-0.5.23-*.whl")):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+             "--dest", str(wheels), "sglang==0.5.23"],
+            check=True,
+        )  # fmt: skip
+    with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
+        whl.extractall(CACHE, [n for n in whl.namelist() if n.startswith(tuple(missing))])
+    for p in missing:
+        done[p].parent.mkdir(exist_ok=True)
+        done[p].touch()
 
 
 # What the loader and the classes that use it need from the rest of sglang (the module imports

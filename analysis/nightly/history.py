@@ -4,8 +4,11 @@ One row per measured run, keyed on (sweep_id, host, config_id, concurrency, repe
 the same sweep twice adds nothing (INSERT OR IGNORE), and a sweep ingested while it was still
 running gains only its new runs. Configs that failed before measuring anything have no run: they
 are kept in `config_failures`, keyed on (sweep_id, host, config_id). What each config ran with
-(analysis.nightly.provenance) is kept in `provenance` under the same key. Sweeps are ordered by
-when they started (the earliest fact's start), which is what "previous runs" means in `regress`.
+(analysis.nightly.provenance) is kept in `provenance` under the same key. The config `recommend`
+would deploy at each load level (analysis.nightly.recommendations, under the SLA given to ingest)
+is kept in `recommendations`, keyed on (sweep_id, host, engine, model, concurrency); ingesting a
+sweep again replaces it. Sweeps are ordered by when they started (the earliest fact's start), which
+is what "previous runs" means in `regress`.
 
 The runs table takes its config columns from analysis.sweep.config. A store written by an older
 specsweep is brought up to date when it is opened: missing tables are created and missing run
@@ -26,13 +29,16 @@ import pandas as pd
 
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
-from analysis.nightly import provenance
+from analysis.nightly import provenance, recommendations
+from analysis.report.sla import Sla, add_sla_options
 from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
-# 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: this.
-SCHEMA_VERSION = 2
+# 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: without
+# recommendations; 3: this.
+SCHEMA_VERSION = 3
 SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
+NO_SLA = Sla()
 KEY_COLUMNS = {
     "sweep_id": "TEXT NOT NULL", "host": "TEXT NOT NULL", "engine": "TEXT NOT NULL",
     "engine_version": "TEXT", "model": "TEXT NOT NULL", "config_id": "TEXT NOT NULL",
@@ -59,7 +65,7 @@ CREATE TABLE IF NOT EXISTS provenance (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, config_id TEXT NOT NULL,
     {", ".join(f"{name} TEXT" for name in provenance.FIELDS)},
     PRIMARY KEY (sweep_id, host, config_id));
-"""
+{recommendations.TABLE}"""
 
 
 class HistoryError(Exception):
@@ -107,14 +113,21 @@ def _records(frame: pd.DataFrame, fields: list[str]) -> list[tuple[Any, ...]]:
     return [tuple(None if pd.isna(v) else v for v in row) for row in plain.itertuples(index=False, name=None)]
 
 
-def _insert(conn: sqlite3.Connection, table: str, frame: pd.DataFrame, fields: list[str]) -> None:
-    """INSERT OR IGNORE the frame's rows, naming the columns (a migrated table has its own order)."""
+def _insert(
+    conn: sqlite3.Connection, table: str, frame: pd.DataFrame, fields: list[str], replace: bool = False
+) -> None:
+    """INSERT OR IGNORE (or REPLACE) the frame's rows, naming the columns (a migrated table has its own
+    order)."""
     names, marks = ", ".join(fields), ", ".join("?" * len(fields))
-    conn.executemany(f"INSERT OR IGNORE INTO {table} ({names}) VALUES ({marks})", _records(frame, fields))
+    verb = "REPLACE" if replace else "IGNORE"
+    conn.executemany(f"INSERT OR {verb} INTO {table} ({names}) VALUES ({marks})", _records(frame, fields))
 
 
-def ingest(conn: sqlite3.Connection, result: LoadResult) -> dict[str, tuple[int, int]]:
-    """Add the loaded runs and provenance; per sweep (runs added, runs already present).
+def ingest(
+    conn: sqlite3.Connection, result: LoadResult, sla: Sla = NO_SLA
+) -> dict[str, tuple[int, int, int]]:
+    """Add the loaded runs, provenance and recommendation; per sweep (runs added, runs already present,
+    load levels recommended).
 
     Failures count as runs.
     """
@@ -122,7 +135,8 @@ def ingest(conn: sqlite3.Connection, result: LoadResult) -> dict[str, tuple[int,
     measured = runs[runs["run_index"].notna()].astype({"run_ok": "int64", "speculative": "int64"})
     failed = runs[runs["run_index"].isna() & runs["failed"]]
     origins = provenance.read(result.files)
-    counts: dict[str, tuple[int, int]] = {}
+    recommended = recommendations.compute(result, sla)
+    counts: dict[str, tuple[int, int, int]] = {}
     with conn:
         starts = runs.groupby("sweep_id", observed=True)["started_at"].min()
         for sweep, started in starts.items():
@@ -138,18 +152,21 @@ def ingest(conn: sqlite3.Connection, result: LoadResult) -> dict[str, tuple[int,
             _insert(conn, "runs", mine, list(RUN_COLUMNS))
             _insert(conn, "config_failures", lost, FAILURE_FIELDS)
             added = conn.total_changes - before
-            counts[str(sweep)] = (added, len(mine) + len(lost) - added)
+            levels = int((recommended["sweep_id"] == sweep).sum())
+            counts[str(sweep)] = (added, len(mine) + len(lost) - added, levels)
         _insert(conn, "provenance", origins, [*provenance.KEY, *provenance.FIELDS])
+        _insert(conn, "recommendations", recommended, recommendations.FIELDS, replace=True)
     return counts
 
 
 def read(conn: sqlite3.Connection) -> dict[str, pd.DataFrame]:
-    """Every table as a frame: sweeps (in start order), runs, config_failures, provenance."""
+    """Every table as a frame: sweeps (in start order), runs, config_failures, provenance, recommendations."""
     return {
         "sweeps": pd.read_sql("SELECT * FROM sweeps ORDER BY started_at, sweep_id", conn),
         "runs": pd.read_sql("SELECT * FROM runs", conn),
         "config_failures": pd.read_sql("SELECT * FROM config_failures", conn),
         "provenance": pd.read_sql("SELECT * FROM provenance", conn),
+        "recommendations": pd.read_sql("SELECT * FROM recommendations", conn),
     }
 
 
@@ -158,10 +175,12 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "ingest",
         help="append sweeps to the history store",
-        description="Append sweeps to the SQLite history (idempotent: a stored run is not added again).",
+        description="Append sweeps to the SQLite history (idempotent: a stored run is not added again), with "
+        "the config `recommend` would deploy at each load level (under the --sla-* given here).",
     )
     add_load_options(parser)
     parser.add_argument("--history", type=Path, default=DEFAULT, metavar="PATH", help=f"default: {DEFAULT}")
+    add_sla_options(parser)  # the SLA the stored recommendation is made under, as `recommend` takes it
     parser.set_defaults(func=run)
 
 
@@ -177,9 +196,10 @@ def run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
-        counts = ingest(conn, result)
+        counts = ingest(conn, result, Sla.from_args(args))
     finally:
         conn.close()
-    for sweep, (added, present) in counts.items():
-        print(f"{sweep}: {added} run(s) added, {present} already in {args.history}")
+    for sweep, (added, present, levels) in counts.items():
+        stored = f"{present} already in {args.history}"
+        print(f"{sweep}: {added} run(s) added, {stored}; recommendation stored for {levels} level(s)")
     return 0

@@ -7,7 +7,10 @@ names the night the change began, its size with a 95% interval, the component th
 (acceptance or step time) and what the facts of the two nights differ in
 (analysis.nightly.judge, analysis.nightly.verdicts). The Markdown summary goes to stdout (and
 --markdown); --json, --junit and --prometheus (a node_exporter textfile) carry the same verdicts.
-Exit status: 1 when anything regressed or failed, 0 otherwise, 2 for bad usage.
+The summary and --json also list where the config `recommend` would deploy at a load level changed
+since the previous sweep (analysis.nightly.recommendations): information, never a failure.
+Exit status: 1 when anything regressed or failed, 0 otherwise, 2 for bad usage; the recommendation
+changes play no part in it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.nightly import history, prometheus
+from analysis.nightly import history, prometheus, recommendations
 from analysis.nightly.judge import FAILING, MIN_NIGHTS, YOUNG_NIGHTS
-from analysis.nightly.regress_report import markdown, write_json, write_junit
+from analysis.nightly.regress_report import Night, markdown, write_json, write_junit
 from analysis.nightly.settings import RULES, Settings
 from analysis.nightly.verdicts import verdicts
 
@@ -64,7 +67,9 @@ def add_parser(subparsers: Any) -> None:
         )
     out = parser.add_argument_group("outputs")
     out.add_argument("--markdown", type=Path, metavar="FILE", help="also write the Markdown summary here")
-    out.add_argument("--json", type=Path, metavar="FILE", help="write the verdicts as JSON")
+    out.add_argument(
+        "--json", type=Path, metavar="FILE", help="write the verdicts and the recommendation changes as JSON"
+    )
     out.add_argument("--junit", type=Path, metavar="FILE", help="write JUnit XML (one testcase per cell)")
     out.add_argument(
         "--prometheus",
@@ -115,12 +120,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"sweep {latest!r} is not in {args.history} (known: {known})", file=sys.stderr)
         return 2
     table = verdicts(tables, latest, s)
-    text = markdown(table, latest, s)
+    night = Night(table, latest, s, recommendations.changes(tables, latest))
+    text = markdown(night)
     sys.stdout.write(text)
     if args.markdown:
         args.markdown.write_text(text, encoding="utf-8")
     if args.json:
-        write_json(table, latest, s, args.json)
+        write_json(night, args.json)
     if args.junit:
         write_junit(table, latest, args.junit)
     if args.prometheus:

@@ -1,4 +1,8 @@
-"""What `regress` hands to people and CI: a Markdown summary, a JUnit XML file and a JSON file."""
+"""What `regress` hands to people and CI: a Markdown summary, a JUnit XML file and a JSON file.
+
+The verdicts decide the exit status and the JUnit failures; the recommendation changes
+(analysis.nightly.recommendations) are information, in the summary and the JSON only.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,32 @@ import json
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis.nightly import recommendations
 from analysis.nightly.judge import FAILING, MIN_NIGHTS, VERDICTS, YOUNG_NIGHTS
 from analysis.nightly.settings import Settings
 from analysis.nightly.verdicts import COLUMNS
 
 MISSING = "–"
+
+
+@dataclass(frozen=True)
+class Night:
+    """What the summary and the JSON tell: the judged sweep, its verdicts, the settings they were
+    judged with, and its recommendation changes (recommendations.CHANGES rows)."""
+
+    table: pd.DataFrame
+    latest: str
+    settings: Settings
+    recommendations: pd.DataFrame
+
+
 SECTIONS = [
     ("regressed", "Regressions"),
     ("failed", "Failed in the latest sweep (measured before)"),
@@ -94,8 +113,9 @@ def _rules(s: Settings) -> str:
     )
 
 
-def _summary(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
+def _summary(night: Night) -> list[str]:
     """Heading, the rules, and the counts."""
+    table, latest, s = night.table, night.latest, night.settings
     counts = table["verdict"].value_counts()
     return [
         f"## specsweep regress: sweep {latest}",
@@ -109,8 +129,9 @@ def _summary(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
     ]
 
 
-def _tables(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
+def _tables(night: Night) -> list[str]:
     """One table per kind of verdict that occurred (unchanged cells are only counted)."""
+    table = night.table
     lines: list[str] = []
     align = "|" + "|".join("---:" if h in RIGHT else "---" for h in HEADER) + "|"
     for verdict, heading in SECTIONS:
@@ -133,8 +154,9 @@ def changes_text(changes: list[dict[str, Any]] | None) -> str:
     return "; ".join(f"{c['field']}: {c['before'] or '(unset)'} → {c['after'] or '(unset)'}" for c in changes)
 
 
-def _what_changed(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
+def _what_changed(night: Night) -> list[str]:
     """The provenance diff across the change of each regressed or failed cell."""
+    table = night.table
     part = table[table["verdict"].isin(FAILING) & table["changed_at"].notna()]
     if part.empty:
         return []
@@ -147,13 +169,56 @@ def _what_changed(table: pd.DataFrame, latest: str, s: Settings) -> list[str]:
     return lines
 
 
+def _config(value: object) -> str:
+    """A recommended config for display: none where no config qualified."""
+    return value if isinstance(value, str) else "none"
+
+
+def _recommendation(r: dict[str, Any]) -> str:
+    """One recommendation change in one line: `c4: s2 -> s3 (against n6; why; SLA)`."""
+    where = f"{r['host']} {r['engine']} {_model(r['model'])}"
+    if r["change"] == "not_recorded":
+        return f"{where}: not compared, {r['latest_reason']}"
+    level, old, new = f"c{int(r['concurrency'])}", _config(r["previous_config"]), _config(r["latest_config"])
+    what = {
+        "changed": f"{level}: {old} -> {new}",
+        "new": f"{level} (new level): {new}",
+        "gone": f"{level} (level gone): was {old}",
+    }[r["change"]]
+    sweep = r["previous_sweep"]
+    against = f"against {sweep}" if isinstance(sweep, str) else "first sweep of this host, engine and model"
+    why = _text(r["previous_reason"] if r["change"] == "gone" else r["latest_reason"])
+    before, now = recommendations.side_sla(r, "previous"), recommendations.side_sla(r, "latest")
+    sla = now if r["change"] != "gone" else before
+    shown = f"; {sla.describe()}" if sla.given else ""
+    if r["change"] == "changed" and before != now:
+        shown = f"; {now.describe()}, was {before.describe()}"
+    return f"{where} {what} ({against}; {why}{shown})"
+
+
+def _recommendations(night: Night) -> list[str]:
+    """Information: the recommended config per load level, where it differs from the previous sweep."""
+    changes = night.recommendations
+    if changes.empty:
+        return []
+    return [
+        "",
+        f"### Recommendation changes ({len(changes)}; information, not a failure)",
+        "",
+        "What `python -m analysis recommend` would deploy at each load level, against the previous sweep"
+        " that measured the same host, engine and model:",
+        "",
+        *(f"- {_recommendation(r)}" for r in changes.to_dict("records")),
+    ]
+
+
 # The summary's sections in order; a later section (an information part) is one more function.
-PARTS: tuple[Callable[[pd.DataFrame, str, Settings], list[str]], ...] = (_summary, _tables, _what_changed)
+PARTS: tuple[Callable[[Night], list[str]], ...] = (_summary, _tables, _what_changed, _recommendations)
 
 
-def markdown(table: pd.DataFrame, latest: str, s: Settings) -> str:
-    """The verdicts as a Markdown summary: counts first, then one table per kind of verdict."""
-    return "\n".join(line for part in PARTS for line in part(table, latest, s)) + "\n"
+def markdown(night: Night) -> str:
+    """The night as a Markdown summary: counts first, one table per kind of verdict, then information."""
+    return "\n".join(line for part in PARTS for line in part(night)) + "\n"
 
 
 def _message(r: pd.Series) -> str:
@@ -216,21 +281,22 @@ def _plain(value: Any) -> Any:
 RENAMED = {"config_id": "config", "provenance": "provenance_diff"}
 
 
-def to_json(table: pd.DataFrame, latest: str, s: Settings) -> dict[str, Any]:
-    """The verdicts as a JSON document: the sweep, the settings, the counts and one object per cell."""
+def to_json(night: Night) -> dict[str, Any]:
+    """The night as a JSON document: the sweep, the settings, the counts, one object per cell, and the
+    recommendation changes (recommendations.as_json)."""
+    table = night.table
     cells = [{RENAMED.get(c, c): _plain(r[c]) for c in COLUMNS} for r in table.to_dict("records")]
     counts = table["verdict"].value_counts()
     return {
-        "sweep": latest,
-        "settings": s.as_dict(),
+        "sweep": night.latest,
+        "settings": night.settings.as_dict(),
         "counts": {v: int(counts.get(v, 0)) for v in VERDICTS},
         "cells": cells,
+        "recommendations": recommendations.as_json(night.recommendations),
     }
 
 
-def write_json(table: pd.DataFrame, latest: str, s: Settings, path: Path) -> None:
+def write_json(night: Night, path: Path) -> None:
     """Write `to_json` to a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        json.dumps(to_json(table, latest, s), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-    )
+    path.write_text(json.dumps(to_json(night), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -25,6 +25,9 @@ DEFAULTS: dict[str, Any] = {
     "max_tokens": 96,
     "concurrency": [1],
     "env_profiles": [],
+    # The service's SLOs (ms; None: none): the report and each night's stored recommendation use them.
+    "sla_ttft_p99_ms": None,
+    "sla_itl_p99_ms": None,
     # The regression check (`python -m analysis regress`): how many previous sweeps make the
     # baseline, and the drop that counts (beyond both the relative threshold and mad_k x MAD).
     "window": 5,

@@ -11,8 +11,9 @@ SLOW_PCT = 5.0  # a host this much below the fleet's median (over configs) is fl
 
 
 def _shared(table: pd.DataFrame) -> pd.DataFrame:
-    """Step-table rows of families measured on more than one host."""
-    hosts = table.groupby(FAMILY, dropna=False, observed=True)["host"].transform("nunique")
+    """Step-table rows of configs measured on more than one host: a shard sweep measures most
+    configs on one host only, and a host compared with itself would read +0.0%."""
+    hosts = table.groupby([*FAMILY, "config"], dropna=False, observed=True)["host"].transform("nunique")
     return table[hosts > 1]
 
 

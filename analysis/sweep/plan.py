@@ -21,6 +21,7 @@ from analysis.facts.schema import REDACTED, redact_argv, redact_env
 from analysis.sweep import adaptive
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
+from analysis.sweep.progress import duration
 from analysis.sweep.request import Request
 
 
@@ -148,11 +149,11 @@ def estimate(
     seconds = None
     if load is not None and bench is not None:
         seconds = per_host * (load + bench)
-        text = f"about {_duration(seconds)} (last sweep's median load {load:.0f} s, benchmark {bench:.0f} s)"
+        text = f"about {duration(seconds)} (last sweep's median load {load:.0f} s, benchmark {bench:.0f} s)"
     else:
         timeouts = [h["server"].get("health_timeout_s") or 0 for h in hosts.values() if h.get("server")]
         bound = per_host * max(timeouts, default=0)
-        text = f"loading up to {_duration(bound)} (health timeout; no earlier sweep to time) + benchmarks"
+        text = f"loading up to {duration(bound)} (health timeout; no earlier sweep to time) + benchmarks"
     return {"configs": len(configs), "launches_per_host": per_host, "seconds": seconds, "text": text}
 
 
@@ -281,16 +282,4 @@ def summary(sweep: Mapping[str, Any]) -> str:
     return (
         f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}, "
         f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}"
-    )
-
-
-def _duration(seconds: float) -> str:
-    """A duration as people say it."""
-    minutes = seconds / 60
-    return (
-        f"{seconds:.0f} s"
-        if minutes < 2
-        else f"{minutes:.0f} min"
-        if minutes < 120
-        else f"{minutes / 60:.1f} h"
     )

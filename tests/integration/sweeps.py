@@ -20,6 +20,8 @@ ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").rea
     "llama_server_packages"
 ]
 WHEELHOUSE = REPO / ".cache" / "wheels"
+
+
 # Two short repetitive prompts instead of the default four long ones: a test measures that a
 # config ran and was recorded, not how fast, and prefill of long prompts was most of its time.
 TEST_PROMPTS = REPO / "tests" / "integration" / "prompts" / "short.jsonl"

@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sweeps import TEST_PROMPTS
 
 from analysis.facts.schema import BenchmarkSettings, Run, from_dict
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"
 LAUNCHER = REPO / "roles/llama_server/files/specsweep_llama_server.py"
-PROMPTS = REPO / "roles/benchmark/files/prompts/code.jsonl"
+# The integration tests' two short repetitive prompts: prefill of the four long default ones was
+# most of this file's time, and n-gram drafts are accepted on either.
+PROMPTS = TEST_PROMPTS
 MAX_TOKENS = 32
 LOAD_TIMEOUT_S = 120.0
 
@@ -93,7 +96,7 @@ def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_pa
     assert doc is not None and json.loads(output.read_text()) == doc
     assert set(doc) == {"client", "engine", "engine_version", "benchmark", "runs", "server_info"}
     settings = from_dict(BenchmarkSettings, doc["benchmark"])
-    assert settings.prompt_set == "code.jsonl"
+    assert settings.prompt_set == PROMPTS.name
     assert settings.prompt_sha256 == hashlib.sha256(PROMPTS.read_bytes()).hexdigest()
     assert (settings.max_tokens, settings.concurrency) == (MAX_TOKENS, [1, 2])
     assert doc["server_info"].get("speculative") is True, doc["server_info"]

@@ -76,11 +76,11 @@ def test_an_interrupted_controller_stops_its_servers_and_releases_its_lock_then_
     before = first.read_bytes()
     interrupted = time.monotonic()
     os.kill(proc.pid, signum)  # ansible-playbook itself, as Ctrl-C or `kill` reaches it
-    proc.wait(timeout=90)
+    proc.wait(timeout=120)
     took = time.monotonic() - interrupted
     log = (tmp_path / "sweep.log").read_text()
     assert proc.returncode != 0, log[-3000:]
-    assert took < 60, log[-3000:]
+    assert took < 100, log[-3000:]  # the release's bound (RELEASE_TIMEOUT_S, 90 s) and the exit
     assert "interrupted: stopping the servers of sweep I" in log, log[-3000:]
     assert not alive(ssh_hosts, record["server_pid"]), log[-3000:]
     assert not (run_dir(ssh_hosts) / "sweep.lock").exists(), log[-3000:]
@@ -104,7 +104,8 @@ def test_a_controller_killed_outright_is_outlived_by_the_hosts_lease(
     killed = time.monotonic()
     lock = run_dir(ssh_hosts) / "sweep.lock"
     wait_for(lambda: not lock.exists() and not alive(ssh_hosts, record["server_pid"]),
-             "the host giving itself back", timeout=60)  # fmt: skip
+             "the host giving itself back", timeout=120)  # fmt: skip
+    # (the 30 s lease, the client's 10 s grace and the server's stop, on a loaded machine)
     assert time.monotonic() - killed >= 20  # the lease ran out (renewed last just before the kill)
     log = (run_dir(ssh_hosts) / "K" / "baseline.log").read_text()
     assert "lease expired" in log, log[-2000:]

@@ -223,6 +223,9 @@ def test_two_nights_first_clean_then_a_regression_fails_with_a_summary(
 
     first, night1 = run_night(tmp_path, inventory)
     assert first.returncode == 0, (first.stdout + first.stderr)[-5000:]
+    # ansible.cfg's callbacks under runner too: the sweep's own summary line and the interrupt handler.
+    assert "unable to load" not in first.stdout + first.stderr, first.stdout[-3000:]
+    assert re.search(rf"^sweep {night1}: 2 config\(s\)", first.stdout, re.M), first.stdout[-3000:]
     artifacts1 = folder / "artifacts" / night1
     assert (artifacts1 / "rc").read_text() == "0"
     assert (artifacts1 / "status").read_text() == "successful"

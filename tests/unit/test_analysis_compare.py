@@ -190,6 +190,21 @@ def test_cross_host_view_puts_hosts_side_by_side_and_flags_the_slow_one(tmp_path
     assert "gpu-c -20.0% SLOW" in render(t, "text")
 
 
+def test_a_shard_sweep_compares_hosts_only_on_the_configs_they_share(tmp_path: Path) -> None:
+    # Shard mode: the baseline on every host, each speculative config on one host only.
+    baselines = {"gpu-a": 100.0, "gpu-b": 108.0, "gpu-c": 104.0}
+    facts = [fact(config(), repeats([tps, tps]), host=host) for host, tps in baselines.items()]
+    facts += [fact(config(steps), repeats([120.0, 120.0]), host=host)
+              for steps, host in [(1, "gpu-a"), (2, "gpu-b"), (3, "gpu-c")]]  # fmt: skip
+    t = tables(tmp_path, facts)
+    speed = t.speed.set_index("host")
+    assert speed["relative_pct"].to_dict() == pytest.approx(
+        {"gpu-a": (100 / 104 - 1) * 100, "gpu-b": (108 / 104 - 1) * 100, "gpu-c": 0.0}
+    )
+    assert speed["configs"].tolist() == [1, 1, 1]  # the baseline only, not each host's own s<N>
+    assert t.cross["config"].tolist() == ["baseline"]
+
+
 def test_hosts_come_in_natural_order_in_tables_and_plots(tmp_path: Path) -> None:
     names = ["gpu-10", "gpu-2", "gpu-1"]  # lexical order would put gpu-10 before gpu-2
     facts = [fact(cfg, repeats([90.0, 91.0]), host=h) for h in names for cfg in (config(), config(2))]

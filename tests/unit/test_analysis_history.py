@@ -238,6 +238,38 @@ def test_a_store_of_the_previous_schema_is_migrated_and_keeps_its_nights(tmp_pat
     assert s2["provenance_diff"] is None and "provenance not recorded" in md
 
 
+def test_a_store_of_the_schema_before_recommendations_is_migrated_and_compared_from_then_on(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "v2.sqlite"
+    ingest_all(db, nightly(tmp_path, "n1", 1, {"baseline": 90.0, "s2": 100.0}))
+    # Schema 2 is this one without the recommendations table: n1 as that specsweep stored it.
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE recommendations")
+        conn.execute("PRAGMA user_version = 2")
+    ingest_all(db, nightly(tmp_path, "n2", 2, {"baseline": 90.0, "s2": 100.5}))
+    with sqlite3.connect(db) as conn:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        stored = conn.execute("SELECT sweep_id, concurrency, config FROM recommendations").fetchall()
+    assert (version, stored) == (history.SCHEMA_VERSION, [("n2", 1, "s2")]), (version, stored)
+    code, md, _ = regress(db, tmp_path)
+    changes = json.loads((tmp_path / "r.json").read_text())["recommendations"]
+    assert code == 0 and [(c["change"], c["previous_sweep"], c["concurrency"]) for c in changes] == [
+        ("not_recorded", "n1", None)
+    ], changes
+    assert "- gpu-a sglang Kimi-K2.5: not compared, n1 was ingested before the history kept" in md, md
+    # The next night compares with n2: s2 now slower than the baseline, which becomes the answer.
+    ingest_all(db, nightly(tmp_path, "n3", 3, {"baseline": 90.0, "s2": 80.0}))
+    code, md, junit = regress(db, tmp_path)
+    changes = json.loads((tmp_path / "r.json").read_text())["recommendations"]
+    assert [(c["change"], c["concurrency"], c["previous"], c["latest"]) for c in changes] == [
+        ("changed", 1, "s2", "baseline")
+    ], changes
+    assert "- gpu-a sglang Kimi-K2.5 c1: s2 -> baseline (against n2; fastest" in md, md
+    # The exit status and JUnit are the verdicts' alone: s2's drop fails, the change adds nothing.
+    assert (code, junit.get("failures"), junit.get("tests")) == (1, "1", "2")
+
+
 def test_a_store_of_a_newer_schema_or_another_file_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
