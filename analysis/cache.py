@@ -11,6 +11,8 @@ A plot is a pure function of the step-table rows it draws and of the plotting co
 under a key that hashes both (the rows through `content_digest`), so a changed row or new code is
 simply another key.
 Drawing is most of a warm report's CPU time (laying out text: half a second for a 50-host plot).
+The HTML report's templates are kept compiled too (`subfolder(..., TEMPLATES)`: jinja2's own cache,
+which checks each against its source).
 
 The store is pickles under the user's own cache folder (mode 0700), never inside a results
 folder: results are shared between people, and a pickle must only be read by whoever wrote it.
@@ -34,6 +36,7 @@ import pandas as pd
 ENV = "SPECSWEEP_ANALYSIS_CACHE"
 KEEP_DAYS = 30
 PLOTS = "plots"  # the subfolder of drawn plots
+TEMPLATES = "templates"  # the subfolder of compiled HTML templates (jinja2's, analysis.report.html)
 # The config module too: its fields are the rows' config columns.
 _CODE = ("facts/rows.py", "facts/jsonl.py", "facts/schema.py", "facts/load.py", "sweep/config.py", "cache.py")
 Stamp = tuple[int, int]
@@ -69,6 +72,19 @@ def folder(explicit: Path | None = None) -> Path | None:
         return None if value.strip().lower() in ("", "off", "0", "false", "no") else Path(value)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "specsweep" / "analysis"
+
+
+def subfolder(where: Path | None, name: str) -> Path | None:
+    """A subfolder of the cache for another kind of entry, made (mode 0700) if need be; None when
+    the cache is off or cannot be written."""
+    if where is None:
+        return None
+    try:
+        where.mkdir(parents=True, exist_ok=True, mode=0o700)
+        (where / name).mkdir(exist_ok=True, mode=0o700)
+    except OSError:
+        return None
+    return where / name
 
 
 def _file(where: Path, root: Path) -> Path:
@@ -148,6 +164,6 @@ def write_plot(where: Path | None, key: str, value: Any) -> None:
 def _prune(where: Path) -> None:
     """Forget entries unused for KEEP_DAYS, so the cache does not grow with every sweep."""
     cutoff = time.time() - KEEP_DAYS * 86400
-    for old in [*where.glob("*.pickle"), *(where / PLOTS).glob("*.pickle")]:
+    for old in [*where.glob("*.pickle"), *(where / PLOTS).glob("*.pickle"), *(where / TEMPLATES).glob("*")]:
         if old.stat().st_mtime < cutoff:
             old.unlink(missing_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
+import stat
 import struct
 from pathlib import Path
 
@@ -11,10 +12,13 @@ import pandas as pd
 import pytest
 from factories import config, crash, fact, grid_config, run, write_sweep
 
+from analysis import cache
 from analysis.cli import main
 from analysis.facts import load
 from analysis.facts.load import load_sweeps
 from analysis.facts.schema import Engine
+from analysis.report import html
+from analysis.report.cli import build_tables
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -87,6 +91,21 @@ def test_html_escapes_what_the_facts_say_and_marks_noisy_rows(tmp_path: Path) ->
     noisy = re.findall(r'<tr class="([^"]*)"><td>[^<]*</td><td>s2</td>', html)
     assert noisy == ["best noisy"], noisy
     assert '<td class="r cv">20.0%!</td>' in html
+
+
+def test_compiled_templates_are_kept_privately_and_one_that_is_broken_is_compiled_again(
+    tmp_path: Path, analysis_cache: Path
+) -> None:
+    tables = build_tables(load_sweeps([grid_sweep(tmp_path)]))
+    page = html.render_html(tables, [], ["a.json: <not json>"], "a note")
+    kept = sorted((analysis_cache / cache.TEMPLATES).iterdir())
+    assert len(kept) == 2, kept  # the page's template and the tables'
+    assert stat.S_IMODE((analysis_cache / cache.TEMPLATES).stat().st_mode) == 0o700
+    for entry in kept:
+        entry.write_bytes(b"not jinja2's")
+    html._environment.cache_clear()  # as a new process would: read what is kept
+    assert html.render_html(tables, [], ["a.json: <not json>"], "a note") == page
+    assert all(entry.read_bytes() != b"not jinja2's" for entry in kept), "kept again"
 
 
 def test_heatmap_and_per_host_plots_need_a_grid_and_several_hosts(tmp_path: Path) -> None:
