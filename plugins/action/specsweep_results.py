@@ -18,7 +18,7 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts import record
-from analysis.sweep import outcome, progress
+from analysis.sweep import lease, outcome, progress
 
 KINDS = ("start", "fact", "preflight")
 
@@ -61,6 +61,11 @@ class ActionModule(ActionBase):
             args["where"], args["start"]["id"], int(args["index"]), int(args["total"]), bool(args["shared"]),
             since=float(sweep["run_started_at"]), lost=lost, retake=bool(args.get("retake")),
         )  # fmt: skip
+        # A host waiting here for another host's claim keeps its lease (analysis.sweep.lease).
+        if started.get("wait") and (
+            lost := lease.keep_while_waiting(task_vars, self._task._uuid, self._execute_module)
+        ):
+            raise AnsibleActionFail(lost)
         return {"changed": False, **started}
 
     def _fact(self, args: dict[str, Any]) -> dict[str, Any]:

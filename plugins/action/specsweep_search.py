@@ -15,6 +15,7 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.search.state import Asker, Candidate, InputError, next_step
+from analysis.sweep import lease
 from analysis.sweep.config import DEFAULT_PROFILE
 
 
@@ -49,6 +50,10 @@ class ActionModule(ActionBase):
             answer = next_step(asker, candidates, max(parallel, 1), None, levels)
         except InputError as exc:
             raise AnsibleActionFail(f"step search: {exc}") from exc
+        # A host waiting for another host's probe keeps its lease (analysis.sweep.lease).
+        waiting = answer["action"] == "wait"
+        if waiting and (lost := lease.keep_while_waiting(task_vars, self._task._uuid, self._execute_module)):
+            raise AnsibleActionFail(lost)
         best = answer.get("best")
         best = ", ".join(f"{b} at c{c}" for c, b in best.items()) if isinstance(best, dict) else best
         what = " ".join(filter(None, [answer["action"], answer.get("config_id") or best]))

@@ -20,9 +20,9 @@ QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
 HOST = "sshost1"
 
 
-def run_dir(hosts: NetnsHosts) -> Path:
+def run_dir(hosts: NetnsHosts, host: str = HOST) -> Path:
     """The host's server_process_run_dir, seen from the controller."""
-    return hosts.opt_dir(HOST) / "specsweep" / "run"
+    return hosts.opt_dir(host) / "specsweep" / "run"
 
 
 def wait_for(
@@ -51,10 +51,10 @@ def alive(hosts: NetnsHosts, pid: int) -> bool:
     return bool(state) and not state.startswith("Z")
 
 
-def start_sweep(inventory: Path, results: Path, *extra: str) -> subprocess.Popen:
+def start_sweep(inventory: Path, results: Path, *extra: str, target: str = HOST) -> subprocess.Popen:
     """ansible-playbook sweep.yml in its own session (as a terminal would run it), logging to results/."""
     log = open(results / "sweep.log", "wb")  # noqa: SIM115 - the child writes it
-    argv = playbook_argv(inventory, results, "-e", f"target={HOST}", *extra)
+    argv = playbook_argv(inventory, results, "-e", f"target={target}", *extra)
     return subprocess.Popen(argv, cwd=REPO, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)  # fmt: skip
 
@@ -133,3 +133,49 @@ def test_a_server_stopped_while_loading_is_named_hung_and_killed_without_the_gra
     assert fact["timings"]["finished_at"] - fact["timings"]["started_at"] < 30, fact["timings"]
     assert not alive(ssh_hosts, record["server_pid"])
     assert "[sshost1] s1: failed in load: hung" in log, log[-3000:]
+
+
+def client_pid(hosts: NetnsHosts, host: str) -> int | None:
+    """The benchmark client running on `host`, if any (a test may look by name; the suite never does)."""
+    listing = hosts.run_in_host(host, ["ps", "-ww", "-eo", "pid=,args="]).stdout.splitlines()
+    return next((int(line.split()[0]) for line in listing if "specsweep_bench.py" in line), None)
+
+
+def test_a_shard_host_waiting_for_another_hosts_config_keeps_its_lease(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=W", "-e", "mode=shard", "-e", "steps=1..3",
+                       "-e", "lease_s=30", "-e", "repeats=1", "-e", "max_tokens=200", "-e", "warmup=0",
+                       target="sweep")  # fmt: skip
+    sweep = tmp_path / "W"
+
+    # One host has measured all it claimed and waits for the other, still benchmarking the last claim.
+    def waiting_and_busy() -> tuple[str, str, int] | None:
+        claims = sweep.glob(".claims/*/*/claim.json")
+        claimed = {p.parent.name: json.loads(p.read_text())["host"] for p in claims}
+        if len(claimed) < 3:
+            return None
+        for waiting, busy in (ssh_hosts.names, ssh_hosts.names[::-1]):
+            mine = ["baseline", *(c for c, host in claimed.items() if host == waiting)]
+            pid = client_pid(ssh_hosts, busy)
+            if all((sweep / waiting / f"{c}.json").exists() for c in mine) and pid:
+                return waiting, busy, pid
+        return None
+
+    waiting, busy, pid = wait_for(waiting_and_busy, "a host waiting for the other", timeout=300, proc=proc)
+    # The busy host's client held for longer than the lease: the waiting host must keep renewing its own.
+    assert ssh_hosts.run_in_host(busy, ["kill", "-STOP", str(pid)]).returncode == 0
+    held = time.time()
+    lock = run_dir(ssh_hosts, waiting) / "sweep.lock"
+    try:
+        # Renewed at its first wait and every third of the lease after it; without, gone after 30 s.
+        renewed = lambda: lock.exists() and lock.stat().st_mtime > held + 15  # noqa: E731 - a condition
+        wait_for(renewed, "renewal of the waiting host's lease", timeout=45, proc=proc)
+    finally:
+        ssh_hosts.run_in_host(busy, ["kill", "-CONT", str(pid)])
+    assert proc.wait(timeout=300) == 0, (tmp_path / "sweep.log").read_text()[-3000:]
+    facts = {p.relative_to(sweep).as_posix(): json.loads(p.read_text()) for p in sweep.glob("*/*.json")}
+    assert sorted(f["status"] for f in facts.values()) == ["ok"] * 5, facts.keys()
+    for host in ssh_hosts.names:
+        for log in (run_dir(ssh_hosts, host) / "W").glob("*.log"):
+            assert "lease expired" not in log.read_text(), (host, log.name)
