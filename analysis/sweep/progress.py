@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,12 @@ def _status(path: Path) -> str | None:
 def measured(sweep_dir: Path, config_id: str, host: str | None) -> bool:
     """True when the sweep folder holds an ok fact of this config (on `host`, or on any host)."""
     return any(_status(p) == "ok" for p in sweep_dir.glob(f"{host or '*'}/{config_id}.json"))
+
+
+def unrecorded(sweep_dir: Path, config_ids: Iterable[str]) -> list[str]:
+    """The configs no host has a fact of yet (ok or failed): those the pass for lost hosts' claims
+    still has to look at."""
+    return [c for c in config_ids if not any(sweep_dir.glob(f"*/{c}.json"))]
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ def start(
     holder = claims.owner(folder) if shared else None
     wait = False
     if measured(root, config_id, None if shared else leader) or (
-        retake and any(root.glob(f"*/{config_id}.json"))
+        retake and not unrecorded(root, [config_id])
     ):
         state = "measured already, skipped"
     elif shared and not claims.take(folder, {"config_id": config_id, "host": where["host"]}, lost):

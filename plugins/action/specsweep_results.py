@@ -4,7 +4,8 @@ An action plugin, not a module: it runs between two configs, and a module round 
 AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
 - start: whether this host measures a config now (resume, shard claims) and its progress line;
 - fact: write one (host, config) fact, from what the config's tasks registered;
-- preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json).
+- preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json);
+- unrecorded: which of these configs no host has a fact of yet (shard mode's last pass).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ansible.plugins.action import ActionBase
 from analysis.facts import record
 from analysis.sweep import lease, outcome, progress
 
-KINDS = ("start", "fact", "preflight")
+KINDS = ("start", "fact", "preflight", "unrecorded")
 
 
 def plain(value: Any) -> Any:
@@ -34,7 +35,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     # start: where, index, total, shared, retake; fact: where, failed_result, log_tail;
-    # preflight: host_plan, path.
+    # preflight: host_plan, path; unrecorded: where.
     _VALID_ARGS = frozenset(KINDS).union(
         ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path")
     )
@@ -49,6 +50,9 @@ class ActionModule(ActionBase):
             return {**result, **self._start(args, task_vars or {})}
         if kinds[0] == "preflight":
             return {**result, **self._preflight(args)}
+        if kinds[0] == "unrecorded":
+            unrecorded = progress.unrecorded(Path(args["where"]["dir"]), args["unrecorded"])
+            return {**result, "changed": False, "unrecorded": unrecorded}
         return {**result, **self._fact(args)}
 
     def _start(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:

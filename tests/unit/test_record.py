@@ -1,6 +1,6 @@
 """The controller-side fact and plan writer (analysis/record.py) on payloads shaped like the playbook's.
 
-The payload mirrors playbooks/tasks/config.yml "Sweep | Record ... on the controller" (vars
+The payload mirrors playbooks/tasks/measure.yml "Sweep | Record ... on the controller" (vars
 specsweep_record). fixtures/llama_bench_output_s1.json is a real `benchmark_output`: what
 roles/benchmark/files/specsweep_bench.py printed for config s1 against the bundled llama.cpp server.
 """
@@ -176,7 +176,7 @@ BASELINE = {**CONFIG, "id": "baseline", "speculative": False, "steps": None}
 
 
 def run_payload(**overrides: Any) -> dict[str, Any]:
-    """What a config's tasks registered, as playbooks/tasks/config.yml hands it to the record action."""
+    """What a config's tasks registered, as playbooks/tasks/measure.yml hands it to the record action."""
     base = {
         "sweep_id": "20261130T052259Z",
         "host": "localhost",

@@ -1,5 +1,5 @@
 """A config's run on a host as the fact writer's payload (analysis.sweep.outcome), from what the
-playbook's tasks registered (playbooks/tasks/config.yml, vars specsweep_fact)."""
+playbook's tasks registered (playbooks/tasks/measure.yml, vars specsweep_fact)."""
 
 from __future__ import annotations
 

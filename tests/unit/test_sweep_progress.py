@@ -178,7 +178,11 @@ def test_shard_start_takes_over_a_lost_hosts_config_and_the_last_pass_waits_for_
     )
     waiting = start(tmp_path, "s2", host="a", shared=True, lost={"b"}, retake=True)
     assert (waiting["measure"], waiting["wait"], waiting["specsweep_say"]) == (False, True, "")
+    fact(tmp_path, "a", "s1")
+    # The last pass looks only at what no host has recorded yet.
+    assert progress.unrecorded(tmp_path, ["s1", "s2", "s3"]) == ["s2", "s3"]
     fact(tmp_path, "c", "s2", status="failed")  # c recorded it (a failure too): nothing left to wait for
+    assert progress.unrecorded(tmp_path, ["s1", "s2", "s3"]) == ["s3"]
     done = start(tmp_path, "s2", host="a", shared=True, lost={"b"}, retake=True)
     assert (done["measure"], done["wait"], done["specsweep_say"]) == (False, False, "")
     # The first pass never waits: another host's claim is simply taken.
