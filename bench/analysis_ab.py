@@ -1,0 +1,90 @@
+"""The CLI rows of bench/analysis_report.py, paired: an earlier revision against this tree, as a table.
+
+Not a test: numbers, not verdicts. Both trees report the same folders (10,000 facts written by the
+earlier revision's own generator, in its format, which this tree reads too), each with its own
+analysis cache; every iteration runs each row in both trees, the order flipped every other time,
+so that a busy moment of a shared machine hits both. Rows: warm (nothing changed), night (a new
+200-fact sweep beside it), grown (200 facts added to the folder), cold (`--no-cache`). The
+earlier tree runs with this venv's Python: it needs its own dependencies there (99cf4df: orjson).
+
+    .venv/bin/python bench/analysis_ab.py [--before 99cf4df] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ROWS = ("warm", "night", "grown", "cold")
+
+
+def report(tree: Path, root: Path, sweeps: list[Path], *extra: str) -> float:
+    """Seconds of one `python -m analysis report --out` in `tree`, a fresh interpreter."""
+    env = os.environ | {"PYTHONPATH": str(tree), "SPECSWEEP_ANALYSIS_CACHE": str(root / f"cache-{tree.name}")}
+    argv = [
+        sys.executable,
+        "-m",
+        "analysis",
+        "report",
+        *map(str, sweeps),
+        "--out",
+        str(root / f"out-{tree.name}"),
+    ]
+    started = time.perf_counter()
+    subprocess.run([*argv, *extra], cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--before", default="99cf4df", help="the earlier revision (issue 13 was read at 99cf4df)"
+    )
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        before = root / "before"
+        subprocess.run(["git", "worktree", "add", "--detach", str(before), args.before], cwd=REPO, check=True,
+                       capture_output=True)  # fmt: skip
+        try:
+            sys.path[:0] = [str(before / "bench"), str(before)]
+            import analysis_report as generator  # the earlier revision's: facts both trees read
+
+            trees = [before, REPO]
+            fleet = generator.generate(root, 10_000, 3, 4, 96)
+            for tree in trees:
+                report(tree, root, [fleet])  # fill each tree's cache
+            times: dict[str, dict[Path, list[float]]] = {row: {t: [] for t in trees} for row in ROWS}
+            for i in range(args.runs):
+                order = trees if i % 2 == 0 else trees[::-1]
+                night = generator.generate(root, 200, 3, 4, 96, sweep=f"night{i}")
+                for row in ROWS:
+                    if row == "grown":
+                        generator.generate(root, 200, 3, 4, 96, first_host=100 + i)
+                    sweeps = [fleet, night] if row == "night" else [fleet]
+                    extra = ("--no-cache",) if row == "cold" else ()
+                    for tree in order:
+                        times[row][tree].append(report(tree, root, sweeps, *extra))
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, check=False)
+    load = os.getloadavg()[0]
+    print(f"{args.before} (before) against this tree (after), n={args.runs} per row; load average {load:.1f}")
+    print("| row | before median s | after median s | paired difference, median s |")
+    print("|---|---|---|---|")
+    for row in ROWS:
+        b, a = times[row][before], times[row][REPO]
+        diff = statistics.median(y - x for x, y in zip(b, a, strict=True))
+        print(f"| {row} | {statistics.median(b):.2f} | {statistics.median(a):.2f} | {diff:+.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
