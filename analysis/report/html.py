@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from analysis import cache
 from analysis.report.plotfile import Plot
-from analysis.report.render import LEGEND, Block, Tables
+from analysis.report.render import LEGEND, Block, Tables, escape_all
 
 OPTIONS = dict(autoescape=True, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
@@ -90,19 +90,11 @@ class Table:
         return Markup("".join(map(operator.mod, map(patterns.__getitem__, self.kinds), rows)))
 
 
-def _escaped(values: list[str]) -> list[str]:
-    """The cells HTML-escaped in one pass over them all joined (as render.escape_all does), or the
-    same list when none needs it, as in most columns of numbers: no splitting them up again."""
-    joined = "\0".join(values)
-    escaped = escape(joined)
-    return values if escaped == joined else escaped.split("\0")
-
-
 def _table(block: Block, kinds: list[str] | None = None) -> Table:
     """A block with its cells escaped, its columns classed, and each row's class (`kinds`)."""
     columns = zip(block.headers, block.right, strict=True)
     classes = [" ".join(["r"] * right + ["cv"] * (header == "CV")) for header, right in columns]
-    cells = [_escaped(values) for values in block.columns]
+    cells = [escape_all(values, escape) for values in block.columns]
     return Table(block.title, block.note, block.headers, classes, kinds or [""] * len(cells[0]), cells)
 
 
