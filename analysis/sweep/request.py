@@ -197,6 +197,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("results_dir", text, "", "controller folder of results/<sweep_id>; empty = <repo>/results"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
+SLA = ("sla_ttft_p99_ms", "sla_itl_p99_ms")  # the settings `analysis report`/`ingest` take as options
+
+
+def sla_options(settings: Mapping[str, Any]) -> list[str]:
+    """The sweep's SLOs as `python -m analysis report|recommend|ingest` options (none for one unset)."""
+    given = [(f"--{name.replace('_', '-')}", settings.get(name)) for name in SLA]
+    return [arg for option, value in given if value is not None for arg in (option, str(value))]
+
 
 # Variables the suite reads besides its settings and its roles' own (role-prefixed) ones: from the
 # inventory, and from the nightly's and the release playbook's command lines.

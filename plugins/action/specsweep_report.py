@@ -18,16 +18,7 @@ from ansible.plugins.action import ActionBase
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis import cli
 from analysis.search.state import render_summary
-from analysis.sweep import progress
-
-
-def report_argv(sweep: dict[str, Any]) -> list[str]:
-    """`analysis report` of the sweep folder, with the sweep's SLOs."""
-    argv = ["report", sweep["dir"]]
-    for name in ("sla_ttft_p99_ms", "sla_itl_p99_ms"):
-        if sweep["settings"].get(name) is not None:
-            argv += [f"--{name.replace('_', '-')}", str(sweep["settings"][name])]
-    return argv
+from analysis.sweep import progress, request
 
 
 class ActionModule(ActionBase):
@@ -48,7 +39,7 @@ class ActionModule(ActionBase):
         root = Path(sweep["dir"])
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main(report_argv(sweep))
+            cli.main(["report", sweep["dir"], *request.sla_options(sweep["settings"])])
         parts = [out.getvalue().rstrip() or err.getvalue().rstrip(), render_summary(root)]
         hostvars = task_vars["hostvars"]
         states = {h: progress.host_state(hostvars[h]) for h in sweep["hosts"]}

@@ -1,4 +1,5 @@
-"""The nightly's settings as filters (analysis.nightly.request owns them and their defaults)."""
+"""The nightly's settings as filters (analysis.nightly.request owns them and their defaults; the
+sweep's SLO options are analysis.sweep.request's)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,15 @@ from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.nightly.request import settings, sweep_request
+from analysis.sweep.request import sla_options
 
 
 class FilterModule:
     """Ansible entry point: {{ specsweep_nightly | specsweep_nightly_request(mode, plan_only) }}."""
 
     def filters(self) -> dict[str, Any]:
-        return {"specsweep_nightly_request": sweep_request, "specsweep_nightly_settings": settings}
+        return {
+            "specsweep_nightly_request": sweep_request,
+            "specsweep_nightly_settings": settings,
+            "specsweep_sla_options": sla_options,
+        }

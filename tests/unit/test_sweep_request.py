@@ -164,3 +164,12 @@ def test_each_setting_is_refused_by_name(name: str, value: Any, error: str) -> N
 
 def test_an_empty_choice_reads_as_its_first_word() -> None:
     assert (request.read({"mode": ""})["mode"], request.read({"mode": None})["mode"]) == ("replicate",) * 2
+
+
+def test_the_sweeps_slos_become_the_analysis_options_and_an_unset_one_none() -> None:
+    one = request.sla_options({"sla_ttft_p99_ms": 200.0, "sla_itl_p99_ms": None})
+    assert one == ["--sla-ttft-p99-ms", "200.0"]
+    assert request.sla_options({"sla_ttft_p99_ms": 200.0, "sla_itl_p99_ms": 25}) == [
+        "--sla-ttft-p99-ms", "200.0", "--sla-itl-p99-ms", "25",
+    ]  # fmt: skip
+    assert request.sla_options({}) == []
