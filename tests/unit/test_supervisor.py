@@ -251,6 +251,11 @@ def test_workers_the_server_leaves_behind_go_with_it(tmp_path: Path, started: li
     # The worker ignores SIGTERM: after the grace the supervisor kills the group, itself included.
     assert ended(supervisor) == -signal.SIGKILL
     worker = int(log_text(tmp_path).split("worker pid ")[1].split()[0])
+    # SIGKILL of a group lands on each member in turn: the supervisor may be reaped a moment before
+    # the worker is gone. Gone within 5 s, or the test fails.
+    deadline = time.monotonic() + 5.0
+    while proc.proc_start_ticks(worker) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling a condition, bounded by the deadline
     assert proc.proc_start_ticks(worker) is None
     assert json.loads((tmp_path / "server.pid").read_text())["exit"]["returncode"] == 0
 
