@@ -6,6 +6,9 @@ analysis cache; every iteration runs each row in both trees, the order flipped e
 so that a busy moment of a shared machine hits both. Rows: warm (nothing changed), night (a new
 200-fact sweep beside it), grown (200 facts added to the folder), cold (`--no-cache`). The
 earlier tree runs with this venv's Python: it needs its own dependencies there (99cf4df: orjson).
+Both trees are byte-compiled first, as an installed package is: where PYTHONDONTWRITEBYTECODE is
+set (this machine sets it), each run would otherwise compile every module from source, a cost
+that grows with the number of modules rather than with the work.
 
     .venv/bin/python bench/analysis_ab.py [--before 99cf4df] [--runs 5]
 """
@@ -13,6 +16,7 @@ earlier tree runs with this venv's Python: it needs its own dependencies there (
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import subprocess
@@ -42,6 +46,16 @@ def report(tree: Path, root: Path, sweeps: list[Path], *extra: str) -> float:
     return time.perf_counter() - started
 
 
+def median_interval(diffs: list[float]) -> tuple[float, float]:
+    """Distribution-free 95% interval of the median paired difference (sign-test order statistics);
+    the whole range when there are too few pairs for one."""
+    d, n = sorted(diffs), len(diffs)
+    k = 0  # how many differences each end may drop: P(Binomial(n, 1/2) <= k) <= 0.025
+    while sum(math.comb(n, i) for i in range(k + 2)) / 2**n <= 0.025:
+        k += 1
+    return d[k], d[n - 1 - k]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -59,6 +73,8 @@ def main() -> int:
             import analysis_report as generator  # the earlier revision's: facts both trees read
 
             trees = [before, REPO]
+            for tree in trees:
+                subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "analysis")], check=True)
             fleet = generator.generate(root, 10_000, 3, 4, 96)
             for tree in trees:
                 report(tree, root, [fleet])  # fill each tree's cache
@@ -77,12 +93,18 @@ def main() -> int:
             subprocess.run(["git", "worktree", "remove", "--force", str(before)], cwd=REPO, check=False)
     load = os.getloadavg()[0]
     print(f"{args.before} (before) against this tree (after), n={args.runs} per row; load average {load:.1f}")
-    print("| row | before median s | after median s | paired difference, median s |")
-    print("|---|---|---|---|")
+    print(
+        "| row | before median s | after median s | after - before, paired: median [95% CI] | after faster |"
+    )
+    print("|---|---|---|---|---|")
     for row in ROWS:
         b, a = times[row][before], times[row][REPO]
-        diff = statistics.median(y - x for x, y in zip(b, a, strict=True))
-        print(f"| {row} | {statistics.median(b):.2f} | {statistics.median(a):.2f} | {diff:+.3f} |")
+        diffs = [y - x for x, y in zip(b, a, strict=True)]
+        lo, hi = median_interval(diffs)
+        faster = sum(d < 0 for d in diffs)
+        medians = f"{statistics.median(b):.2f} | {statistics.median(a):.2f}"
+        diff = f"{statistics.median(diffs):+.3f} [{lo:+.3f}, {hi:+.3f}]"
+        print(f"| {row} | {medians} | {diff} | {faster}/{len(diffs)} |")
     return 0
 
 

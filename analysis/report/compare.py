@@ -20,6 +20,7 @@ TABLE_COLUMNS = [
     "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures", "cause",
     "text_compared", "text_diverged", "diverge_word", "best",
     "n_ok", "log_var",  # what an interval against another row needs (analysis.report.recommend)
+    "total_tps",  # throughput; analysis.report.sla places it with the other deployment columns
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
 _STATS = ["decode_tps", "n_ok", "log_var"]  # what the speedup intervals need from the other side
@@ -42,12 +43,22 @@ def is_baseline(table: pd.DataFrame) -> pd.Series:
     return ~table["speculative"].astype(bool) & table["env_profile"].eq("default")
 
 
+def total_tps(runs: pd.DataFrame) -> pd.Series:
+    """Per measured run (a repeat with failed requests included): every request's output tokens /
+    the run's duration; NaN for a row that measured nothing."""
+    duration = runs["duration_s"].where(runs["duration_s"] > 0)
+    tps = runs["output_tokens"].astype("float64").fillna(0.0) / duration
+    return tps.where(runs["run_index"].notna())
+
+
 def _cells(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (group, config): medians over repeats that completed, counts, spread."""
     metrics = ["decode_tps", "accept_length", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s", "step_time_ms"]
     # Numbers from failed runs must not leak into the medians.
     runs = runs.assign(**{m: runs[m].where(runs["run_ok"]) for m in metrics})
-    runs = runs.assign(log_tps=np.log(runs["decode_tps"].where(runs["decode_tps"] > 0)))
+    runs = runs.assign(
+        log_tps=np.log(runs["decode_tps"].where(runs["decode_tps"] > 0)), total_tps=total_tps(runs)
+    )
     cells = (
         runs.groupby([*GROUP, "config_id"], dropna=False, sort=False, observed=True)
         .agg(
@@ -66,6 +77,7 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
             repeats_ok=("run_ok", "sum"),
             failures=("failed", "sum"),
             cause=("cause", "first"),
+            total_tps=("total_tps", "median"),
         )
         .reset_index()
         .rename(columns={"config_id": "config"})

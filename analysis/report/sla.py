@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.report.compare import GROUP
+from analysis.report.compare import GROUP, total_tps
 
 CELL = [*GROUP, "config"]  # one step-table row
 SLA_COLUMNS = ["total_tps", "user_tps", "goodput_rps", "slo_attainment", "meets_sla"]
@@ -102,8 +102,8 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
     out = measured[[*CELL[:-1], "config_id", *keys, "duration_s", "output_tokens"]].astype(
         {"config_id": "object"}
     )
+    out = out.assign(total_tps=total_tps(out))
     duration = out["duration_s"].where(out["duration_s"] > 0)
-    out = out.assign(total_tps=out["output_tokens"].astype("float64").fillna(0.0) / duration)
     if requests is None or requests.empty or not sla.given:
         return out.assign(goodput_rps=np.nan, slo_attainment=np.nan)
     counted = (
@@ -136,25 +136,25 @@ def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:
 
 
 def with_sla(step: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd.DataFrame:
-    """The step table with SLA_COLUMNS: medians over each cell's measured repeats, and the verdict."""
-    per_run = run_table(runs, requests, sla).rename(columns={"config_id": "config"})
-    cells = (
-        per_run.groupby(CELL, dropna=False, observed=True)
-        .agg(
-            total_tps=("total_tps", "median"),
-            goodput_rps=("goodput_rps", "median"),
-            slo_attainment=("slo_attainment", "median"),
-        )
-        .reset_index()
-    )
-    keys = step[CELL].astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
-    cells = cells.astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
-    cells = cells.astype({"concurrency": "Int64"})
-    found = keys.merge(cells, on=CELL, how="left")
-    out = step.drop(columns=[c for c in SLA_COLUMNS if c in step.columns]).reset_index(drop=True)
-    out["total_tps"] = found["total_tps"].to_numpy()
+    """The step table with SLA_COLUMNS: medians over each cell's measured repeats, and the verdict.
+
+    Total tok/s comes with the step table (one groupby for both); goodput, only with an SLA.
+    """
+    out = step.drop(columns=[c for c in SLA_COLUMNS[1:] if c in step.columns]).reset_index(drop=True)
+    out["total_tps"] = out.pop("total_tps")
     out["user_tps"] = out["total_tps"] / out["concurrency"].astype("float64")
-    out["goodput_rps"] = found["goodput_rps"].to_numpy()
-    out["slo_attainment"] = found["slo_attainment"].to_numpy()
+    out["goodput_rps"] = out["slo_attainment"] = np.nan
+    if sla.given and requests is not None and not requests.empty:
+        per_run = run_table(runs, requests, sla).rename(columns={"config_id": "config"})
+        cells = (
+            per_run.groupby(CELL, dropna=False, observed=True)
+            .agg(goodput_rps=("goodput_rps", "median"), slo_attainment=("slo_attainment", "median"))
+            .reset_index()
+        )
+        keys = step[CELL].astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
+        cells = cells.astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
+        found = keys.merge(cells.astype({"concurrency": "Int64"}), on=CELL, how="left")
+        out["goodput_rps"] = found["goodput_rps"].to_numpy()
+        out["slo_attainment"] = found["slo_attainment"].to_numpy()
     out["meets_sla"] = meets(out, sla)
     return out
