@@ -8,8 +8,9 @@ steps down by 3, 5 or 8% at a random night (from night 9 to 28, so 8 nights come
 at least 2 after), half of them through accept length and half through step time, or not at all.
 The nightly is replayed: every night from the 6th on is judged on the nights up to it, as
 `python -m analysis regress` would judge it (analysis.nightly.judge, the same code), once per rule.
-(From the 6th night on the default rule is the change-point rule alone; the window rule that
-also guards a cell's first five nights is not in the table.)
+(From the 6th night on the default rule is the change points and the recent-drop test; the
+window rule that also guards a cell's first five nights is not in the table. "change point only"
+is the default rule without the recent-drop test, as it was before that test came.)
 
 Columns: found: flagged `regressed` on the night of the shift or later (within the 30 nights);
 by 2nd / by 3rd night: flagged while at most 2 / 3 nights at the new level were measured; nights
@@ -18,6 +19,13 @@ changed_at: the flagged night names the night of the shift; component: the attri
 (acceptance / step_time) is the simulated cause; FP per 100: nights flagged `regressed` before any
 shift, per 100 such cell-nights.
 
+A second table trades one for the other: the default rule (change points and recent drops) at
+several `alpha` / `recent_alpha` (`specsweep_nightly` in group_vars, `regress --alpha
+--recent-alpha`) on CV 2% cells with a 5% shift or none, beside a reference: how often a test of
+the mean of the first 2 nights at the new level against an exactly known old level finds the
+shift at the same false-positive rate (noise known too, so no rule that must estimate both from
+the nights themselves does better with one look).
+
     .venv/bin/python bench/regress.py [--cells 200] [--seed 1]
 """
 
@@ -25,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -43,7 +53,14 @@ ACCEPT_SHARE = 0.3  # of the log tok/s variance; the rest is step-time noise
 ACCEPT_LENGTH, STEP_MS = 2.5, 20.0
 CVS = (0.01, 0.02, 0.03)
 SHIFTS = (0.0, 0.03, 0.05, 0.08)
-RULES = {"window (old)": Settings(rule="window"), "change point": Settings()}
+RULES = {
+    "window (old)": Settings(rule="window"),
+    "change point only": Settings(recent_alpha=1e-12),  # the default before the recent-drop rule
+    "default: change point + recent drop": Settings(),
+}
+CURVE_CV, CURVE_SHIFT = 0.02, 0.05
+# (alpha, recent_alpha) pairs; the defaults are Settings()'s.
+CURVE_ALPHAS = ((0.001, 0.001), (0.003, 0.002), (0.003, 0.005), (0.003, 0.01), (0.01, 0.02), (0.03, 0.05))
 
 
 def history(cv: float, shift: float, cause: str, at: int, rng: np.random.Generator) -> Nights:
@@ -135,6 +152,53 @@ def markdown(t: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def curve(cells: int, seed: int) -> pd.DataFrame:
+    """Per (alpha, recent_alpha): detection of a CURVE_SHIFT step at CURVE_CV, false alarms, reference."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(cells):
+        for shift in (0.0, CURVE_SHIFT):
+            at = int(rng.integers(*SHIFT_NIGHTS)) if shift else NIGHTS
+            cell = history(CURVE_CV, shift, str(rng.choice(["acceptance", "step_time"])), at, rng)
+            for alpha, recent in CURVE_ALPHAS:
+                s = Settings(alpha=alpha, recent_alpha=recent)
+                rows.append({"alpha": f"{alpha:g} / {recent:g}", "shift": shift, **replay(cell, at, s)})
+    runs = pd.DataFrame(rows)
+    runs["alpha"] = pd.Categorical(runs["alpha"], categories=runs["alpha"].unique())  # in CURVE_ALPHAS order
+    shifted = runs[runs["shift"] > 0]
+    judged = runs.groupby("alpha", observed=True)[["false_alarms", "judged_before"]].sum()
+    out = pd.DataFrame(
+        {
+            "by2": (shifted["nights"] <= 2).groupby(shifted["alpha"], observed=True).mean(),
+            "by3": (shifted["nights"] <= 3).groupby(shifted["alpha"], observed=True).mean(),
+            "found": shifted["nights"].notna().groupby(shifted["alpha"], observed=True).mean(),
+            "fp_per_100": 100.0 * judged["false_alarms"] / judged["judged_before"],
+        }
+    )
+    normal, step = statistics.NormalDist(), -math.log1p(-CURVE_SHIFT)
+    out["reference"] = [
+        normal.cdf(step / (CURVE_CV / math.sqrt(2.0)) - normal.inv_cdf(1.0 - max(fp, 1e-3) / 100.0))
+        for fp in out["fp_per_100"]
+    ]
+    return out.reset_index()
+
+
+def curve_markdown(c: pd.DataFrame) -> str:
+    """The alpha / recent_alpha table as Markdown."""
+    header = ["alpha / recent_alpha", "found", "by 2nd night", "by 3rd night", "FP per 100 cell-nights",
+              "reference: 2-night mean at that FP"]  # fmt: skip
+    lines = [
+        f"\nthe default rule at CV {CURVE_CV:.0%}, a {CURVE_SHIFT:.0%} shift, by alpha / recent_alpha:",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for r in c.itertuples(index=False):
+        cells = [str(r.alpha), f"{r.found:.0%}", f"{r.by2:.0%}", f"{r.by3:.0%}", f"{r.fp_per_100:.2f}",
+                 f"{r.reference:.0%}"]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     """Simulate, replay and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -142,6 +206,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     print(markdown(table(simulate(args.cells, args.seed))))
+    print(curve_markdown(curve(args.cells, args.seed)))
     return 0
 
 

@@ -19,10 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.nightly.changepoint import Comparison, change_points, ttest
-from analysis.nightly.settings import Settings
+from analysis.nightly.settings import MIN_NIGHTS, RECENT_NIGHTS, Settings
 
-# Fewer nights give a one-night segment at most one degree of freedom: the window rule judges.
-MIN_NIGHTS = 4
 # Below this many nights a one-night segment has under 4 degrees of freedom (a 3x drop on noisy
 # nights can miss p <= alpha), so the window rule can still fail a cell the change-point rule passes.
 YOUNG_NIGHTS = 6
@@ -61,7 +59,7 @@ class Verdict:
     """What happened to one cell, which rule says so, since when, by how much and why."""
 
     verdict: str  # one of VERDICTS (`missing` is for cells a night did not measure, not judged here)
-    rule: str | None = None  # change_point, window or accept_gate
+    rule: str | None = None  # change_point, recent_drop, window or accept_gate
     component: str = "none"  # one of COMPONENTS
     changed_at: int | None = None  # index of the first night of the new segment
     tps: Comparison | None = None  # log tok/s, the nights before the change against those after
@@ -140,17 +138,39 @@ def _accept_gate(n: Nights, measured: np.ndarray, s: Settings) -> int | None:
 Split = tuple[str, str, np.ndarray, np.ndarray]  # verdict, rule, nights before, nights after
 
 
+def recent_drop(series: np.ndarray, start: int, s: Settings) -> int | None:
+    """Where the drop that the recent-drop rule sees in series[start:] began, or None.
+
+    The last RECENT_NIGHTS points against those before them (one-sided: a regression only). The
+    older of them belongs to the new level when it is nearer to it than to the old one.
+    """
+    before, after = series[start:-RECENT_NIGHTS], series[-RECENT_NIGHTS:]
+    if len(before) < MIN_NIGHTS:
+        return None
+    test = ttest(before, after)
+    dropped = test.mean_after < test.mean_before and test.magnitude >= s.min_change
+    if not dropped or test.p_value / 2.0 > s.recent_alpha:
+        return None
+    older_is_new = after[0] < (test.mean_before + test.mean_after) / 2.0
+    return len(series) - (RECENT_NIGHTS if older_is_new else 1)
+
+
 def _tps_rule(n: Nights, positions: np.ndarray, window: Split | None, s: Settings) -> Split | None:
     """What the tok/s rules say, per `s.rule`; None when neither can compare anything."""
     none = positions[:0]
     if s.rule == "window" or len(positions) < MIN_NIGHTS:
         return window
-    changes = change_points(np.log(n.tps[positions]), s.alpha, s.min_change)
+    series = np.log(n.tps[positions])
+    changes = change_points(series, s.alpha, s.min_change)
     found: Split = ("unchanged", "change_point", none, none)
     if changes and len(positions) - changes[-1].index <= s.window:
         c = changes[-1]
         verdict = "regressed" if c.test.ratio < 1.0 else "improved"
         found = (verdict, "change_point", positions[c.start : c.index], positions[c.index :])
+    if found[0] != "regressed":
+        start = max([c.index for c in changes if c.index <= len(series) - RECENT_NIGHTS], default=0)
+        if (index := recent_drop(series, start, s)) is not None:
+            found = ("regressed", "recent_drop", positions[start:index], positions[index:])
     window_only_fails = window is not None and window[0] == "regressed" and found[0] != "regressed"
     return window if window_only_fails and (s.rule == "either" or len(positions) < YOUNG_NIGHTS) else found
 

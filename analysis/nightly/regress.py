@@ -1,7 +1,8 @@
 """`regress` subcommand: judge the latest sweep against each cell's history, and say so where people look.
 
 Per cell (host, engine, model, config, concurrency): change points of its nightly tok/s
-(E-divisive means with Student's t, analysis.nightly.changepoint), the window/MAD rule where it has
+(E-divisive means with Student's t, analysis.nightly.changepoint) and a drop over its last two
+nights against the nights before them (recent_drop), the window/MAD rule where it has
 too few nights (or instead, or as well: --rule), and the acceptance-collapse gate; each verdict
 names the night the change began, its size with a 95% interval, the component that moved
 (acceptance or step time) and what the facts of the two nights differ in
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.nightly import history, prometheus, recommendations
-from analysis.nightly.judge import FAILING, MIN_NIGHTS, YOUNG_NIGHTS
+from analysis.nightly.judge import FAILING, YOUNG_NIGHTS
 from analysis.nightly.regress_report import Night, markdown, write_json, write_junit
 from analysis.nightly.settings import RULES, Settings
 from analysis.nightly.verdicts import verdicts
@@ -36,6 +37,7 @@ HELP = {
     "alpha": ("P", "change-point rule: largest Student's t p-value of a change point"),
     "min_change": ("SHARE", "change-point rule: smallest change of a change point (0.02 = 2%%)"),
     "nights": ("N", "change-point rule: a cell's last N nights are searched"),
+    "recent_alpha": ("P", "recent-drop rule: largest one-sided t p-value of a drop over the last 2 nights"),
     "rule": ("RULE", "which tok/s rule decides: change_point (the window rule too below"
              f" {YOUNG_NIGHTS} nights), window, or either"),
     "min_accept_length": ("L", "gate: a speculative cell below this accept length regressed"),
@@ -80,26 +82,12 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def problem(s: Settings) -> str | None:
-    """Why these settings cannot be used, or None."""
-    if s.window < 1:
-        return "--window must be at least 1"
-    if s.nights < MIN_NIGHTS:
-        return f"--nights must be at least {MIN_NIGHTS}"
-    if not 0.0 < s.alpha < 1.0:
-        return "--alpha must be between 0 and 1"
-    if s.min_change < 0.0 or s.threshold < 0.0 or s.mad_k < 0.0:
-        return "--min-change, --threshold and --mad-k must not be negative"
-    if not 0.0 <= s.accept_drop < 1.0:
-        return "--accept-drop must be a share from 0 to below 1"
-    return None
-
-
 def run(args: argparse.Namespace) -> int:
     """Judge the latest sweep; print the Markdown summary; write the files asked for; 1 if anything failed."""
-    s = Settings(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Settings)})
-    if (bad := problem(s)) is not None:
-        print(bad, file=sys.stderr)
+    try:
+        s = Settings(**{field.name: getattr(args, field.name) for field in dataclasses.fields(Settings)})
+    except ValueError as exc:  # the option's name is the setting's, with dashes
+        print(f"regress: {exc}", file=sys.stderr)
         return 2
     if not args.history.is_file():
         print(f"no history store at {args.history} (run `python -m analysis ingest` first)", file=sys.stderr)
@@ -123,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     night = Night(table, latest, s, recommendations.changes(tables, latest))
     text = markdown(night)
     sys.stdout.write(text)
-    if args.markdown:
+    if args.markdown:  # like the other outputs, into a folder made if need be
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(text, encoding="utf-8")
     if args.json:
         write_json(night, args.json)

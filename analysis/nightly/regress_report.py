@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.nightly import recommendations
-from analysis.nightly.judge import FAILING, MIN_NIGHTS, VERDICTS, YOUNG_NIGHTS
-from analysis.nightly.settings import Settings
+from analysis.nightly.judge import FAILING, VERDICTS, YOUNG_NIGHTS
+from analysis.nightly.settings import MIN_NIGHTS, RECENT_NIGHTS, Settings
 from analysis.nightly.verdicts import COLUMNS
 
 MISSING = "–"
@@ -93,7 +93,9 @@ def _rules(s: Settings) -> str:
     change_point = (
         f"a change point in the cell's nightly median decode tok/s (E-divisive means over its last {s.nights}"
         f" nights, across engine versions; Student's t p ≤ {s.alpha:g}, a change of at least"
-        f" {s.min_change * 100:g}%) that starts a segment within the last {s.window} night(s)"
+        f" {s.min_change * 100:g}%) that starts a segment within the last {s.window} night(s), or a drop"
+        f" over the last {RECENT_NIGHTS} nights against the nights before them (one-sided t p ≤"
+        f" {s.recent_alpha:g}, at least {s.min_change * 100:g}%; rule recent_drop)"
     )
     window = (
         f"the latest night against the median of the previous {s.window} night(s) of the same engine"

@@ -6,10 +6,12 @@ shows these defaults); `-e steps=...` and the like still win for one night.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from analysis.nightly.settings import Settings
 from analysis.sweep.request import BY_NAME
 
 DEFAULTS: dict[str, Any] = {
@@ -28,22 +30,31 @@ DEFAULTS: dict[str, Any] = {
     # The service's SLOs (ms; None: none): the report and each night's stored recommendation use them.
     "sla_ttft_p99_ms": None,
     "sla_itl_p99_ms": None,
-    # The regression check (`python -m analysis regress`): how many previous sweeps make the
-    # baseline, and the drop that counts (beyond both the relative threshold and mad_k x MAD).
-    "window": 5,
-    "threshold": 0.05,
-    "mad_k": 3,
+    # The regression check (`python -m analysis regress`): its rules' settings, each the option of
+    # the same name (analysis.nightly.settings says what they mean).
+    **Settings().as_dict(),
 }
-REGRESS = ("window", "threshold", "mad_k")
+REGRESS = tuple(field.name for field in dataclasses.fields(Settings))
 
 
 def settings(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The nightly's settings: DEFAULTS with `specsweep_nightly` over them; unknown keys refused."""
+    """The nightly's settings: DEFAULTS with `specsweep_nightly` over them; unknown keys and
+    regression settings no rule can use refused (the grid's values are the sweep's to check)."""
     unknown = sorted(set(overrides or {}) - set(DEFAULTS))
     if unknown:
         known = ", ".join(DEFAULTS)
         raise ValueError(f"specsweep_nightly: unknown key(s) {', '.join(unknown)}; known: {known}")
-    return {**DEFAULTS, **(overrides or {})}
+    merged = {**DEFAULTS, **(overrides or {})}
+    try:
+        Settings(**{name: merged[name] for name in REGRESS})
+    except ValueError as exc:
+        raise ValueError(f"specsweep_nightly: {exc}") from None
+    return merged
+
+
+def regress_options(settings: Mapping[str, Any]) -> list[str]:
+    """The regression settings of `settings` (as `settings()` returns them) as `regress` options."""
+    return [arg for name in REGRESS for arg in (f"--{name.replace('_', '-')}", str(settings[name]))]
 
 
 def sweep_request(overrides: Mapping[str, Any] | None, mode: Any = None, plan_only: Any = None) -> dict:

@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 Rule = Literal["change_point", "window", "either"]
 RULES: tuple[Rule, ...] = ("change_point", "window", "either")
+# Fewer nights give a one-night segment at most one degree of freedom: the window rule judges them
+# (analysis.nightly.judge), and the change-point rule needs at least this many to search.
+MIN_NIGHTS = 4
+# The recent-drop rule's nights at the new level (Settings.recent_alpha).
+RECENT_NIGHTS = 2
+# What each number may be (the rule is one of RULES): a check and how to say it.
+LIMITS: dict[str, tuple[Callable[[float], bool], str]] = {
+    "window": (lambda v: v >= 1, "at least 1"),
+    "threshold": (lambda v: 0 <= v < 1, "a share from 0 to below 1"),
+    "mad_k": (lambda v: v >= 0, "at least 0"),
+    "alpha": (lambda v: 0 < v < 1, "a p-value above 0 and below 1"),
+    "recent_alpha": (lambda v: 0 < v < 1, "a p-value above 0 and below 1"),
+    "min_change": (lambda v: 0 <= v < 1, "a share from 0 to below 1"),
+    "nights": (lambda v: v >= MIN_NIGHTS, f"at least {MIN_NIGHTS}"),
+    "min_accept_length": (lambda v: v >= 0, "at least 0"),
+    "accept_drop": (lambda v: 0 <= v < 1, "a share from 0 to below 1"),
+}
 
 
 @dataclass(frozen=True)
@@ -24,6 +43,11 @@ class Settings:
     alpha: float = 0.003
     min_change: float = 0.02
     nights: int = 60
+    # Recent-drop rule, beside the change points (rule change_point or either): the last
+    # RECENT_NIGHTS nights against the nights before them since the last change point, a drop with
+    # one-sided Student's t p at most `recent_alpha` and at least `min_change`. A change point needs
+    # about 3 nights at a new level to stand; this test finds most drops a night sooner.
+    recent_alpha: float = 0.005
     # change_point: the change-point rule decides, the window rule too while a cell has few nights
     # (analysis.nightly.judge.YOUNG_NIGHTS); window: the window rule alone; either: both, always.
     rule: Rule = "change_point"
@@ -31,6 +55,23 @@ class Settings:
     # x the median of its previous `window` nights, is regressed whatever tok/s did.
     min_accept_length: float = 1.2
     accept_drop: float = 0.2
+
+    def __post_init__(self) -> None:
+        problems = [problem for f in fields(self) if (problem := self._problem(f.name, f.default))]
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def _problem(self, name: str, default: Any) -> str:
+        """What is wrong with the setting `name`, or "" (an int default asks for a whole number)."""
+        value = getattr(self, name)
+        if name == "rule":
+            return "" if value in RULES else f"rule must be one of {', '.join(RULES)} (got {value!r})"
+        whole = isinstance(default, int)
+        number = isinstance(value, int if whole else int | float) and not isinstance(value, bool)
+        if not number or not math.isfinite(value):
+            return f"{name} must be {'a whole number' if whole else 'a number'} (got {value!r})"
+        check, text = LIMITS[name]
+        return "" if check(value) else f"{name} must be {text} (got {value!r})"
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as plain values (for the JSON output)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.nightly.request import settings, sweep_request
+from analysis.nightly.request import regress_options, settings, sweep_request
 from analysis.sweep.request import sla_options
 
 
@@ -17,5 +17,6 @@ class FilterModule:
         return {
             "specsweep_nightly_request": sweep_request,
             "specsweep_nightly_settings": settings,
+            "specsweep_regress_options": regress_options,
             "specsweep_sla_options": sla_options,
         }

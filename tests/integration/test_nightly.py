@@ -289,3 +289,25 @@ def test_a_night_with_a_host_down_stores_what_was_measured_then_fails_naming_the
     message = failed[0]["res"]["msg"]
     assert "ghost: not reached; not measured: baseline, s1" in message, message
     assert "**0 regression(s)**" in (tmp_path / "nightly" / "reports" / name / "regress.md").read_text()
+
+
+def test_a_regression_setting_no_rule_can_use_is_refused_before_any_host_is_touched(
+    sweep_inventory: Path, tmp_path: Path
+) -> None:
+    sweep = json.loads(sweep_inventory.read_text())
+    inventory = tmp_path / "nightly-hosts.json"
+    settings = {**TINY_GRID, "alpha": 0}
+    inventory.write_text(json.dumps({"all": {"vars": {"specsweep_nightly": settings}, "children": sweep}}))
+    argv = [
+        str(Path(sys.executable).parent / "ansible-playbook"),
+        "playbooks/nightly.yml",
+        "-i",
+        str(inventory),
+    ]
+    argv += ["-e", f"results_dir={tmp_path / 'results'}"]
+    proc = subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output[-3000:]
+    assert "specsweep_nightly: alpha must be a p-value above 0 and below 1 (got 0)" in output, output[-3000:]
+    # No plan was written and no host's preflight ran: nothing under results.
+    assert not (tmp_path / "results").exists(), list((tmp_path / "results").rglob("*"))

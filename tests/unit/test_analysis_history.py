@@ -286,3 +286,19 @@ def test_a_store_of_a_newer_schema_or_another_file_is_refused(
     assert f"{other}: not a history store" in err, err
     with sqlite3.connect(newer) as conn:  # refused, not rewritten
         assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION + 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--alpha", "0", "regress: alpha must be a p-value above 0 and below 1 (got 0.0)"),
+        ("--nights", "3", "regress: nights must be at least 4 (got 3)"),
+        ("--accept-drop", "1", "regress: accept_drop must be a share from 0 to below 1 (got 1.0)"),
+    ],
+)
+def test_regress_refuses_a_setting_no_rule_can_use_before_reading_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    missing = tmp_path / "none.sqlite"  # never opened: the settings are checked first
+    assert main(["regress", "--history", str(missing), option, value]) == 2
+    assert capsys.readouterr().err.strip() == message

@@ -17,6 +17,7 @@ import yaml
 from test_regress_recommendations import SLA, faster_prefill, night
 
 from analysis.cli import main
+from analysis.nightly.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 INGEST = "Nightly | Add the night's runs and recommendation to the history"
@@ -90,3 +91,20 @@ def test_only_the_slos_set_are_passed_and_no_textfile_unless_asked(tmp_path: Pat
     assert argv[INGEST][-2:] == ["--sla-itl-p99-ms", "400"], argv[INGEST]
     assert "--sla-ttft-p99-ms" not in argv[INGEST] + argv[REPORT], argv
     assert "--prometheus" not in argv[REGRESS] and "--json" in argv[REGRESS], argv[REGRESS]
+
+
+def test_the_nightly_hands_every_regression_setting_to_regress(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    first, latest = night(results, 1, [1]), night(results, 2, [1])
+    chosen = {"alpha": 0.01, "rule": "either", "min_accept_length": 1.1, "window": 7}
+    argv = render(tmp_path, latest, {}, "-e", json.dumps({"specsweep_nightly": chosen}))[REGRESS]
+    for name, value in {**Settings().as_dict(), **chosen}.items():
+        option = f"--{name.replace('_', '-')}"
+        assert argv[argv.index(option) + 1] == str(value), (option, argv)
+
+    assert main(["ingest", str(first), str(latest), "--history", str(results / "history.sqlite")]) == 0
+    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = results / "nightly" / "reports" / latest.name / "regress.json"
+    settings = json.loads(out.read_text())["settings"]
+    assert {name: settings[name] for name in chosen} == chosen

@@ -59,6 +59,14 @@ def test_the_night_is_a_replicate_sweep_of_its_grid_named_nightly() -> None:
     ("overrides", "mode", "plan_only", "message"),
     [
         ({"stepz": [1]}, None, None, "specsweep_nightly: unknown key(s) stepz"),
+        ({"alpha": 0}, None, None, "specsweep_nightly: alpha must be a p-value above 0 and below 1 (got 0)"),
+        ({"window": "5"}, None, None, "specsweep_nightly: window must be a whole number (got '5')"),
+        (
+            {"rule": "cusum"},
+            None,
+            None,
+            "specsweep_nightly: rule must be one of change_point, window, either",
+        ),
         ({}, "shard", None, "runs in replicate mode and never plan-only (got mode=shard"),
         ({}, None, "true", "plan_only=true"),
     ],

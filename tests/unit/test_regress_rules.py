@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from analysis.nightly.judge import Nights, judge, window_rule
+from analysis.nightly.judge import Nights, judge, recent_drop, window_rule
 from analysis.nightly.settings import Settings
 
 WIGGLE = np.array([0.003, -0.002, 0.001, -0.003, 0.002, 0.0, -0.001, 0.002])  # relative, deterministic
@@ -149,3 +149,43 @@ def test_a_young_history_is_also_judged_by_the_window_rule() -> None:
         pytest.approx(-0.7),
     )
     assert judge(nights, Settings(rule="change_point", alpha=0.01)).rule == "change_point"
+
+
+NOISE = np.array(
+    [0.02, -0.015, 0.01, -0.025, 0.015, 0.0, -0.01, 0.02, -0.02, 0.005, 0.012, -0.008]
+)  # CV 1.5%
+
+
+def noisy(n: int, shift: float, at: int, component: str) -> Nights:
+    """n nights with NOISE on step time, `component` (acceptance / step_time) costing `shift` from `at` on."""
+    step = STEP_MS / (1.0 + np.resize(NOISE, n))
+    accept = np.full(n, ACCEPT)
+    if component == "acceptance":
+        accept[at:] *= shift
+    else:
+        step[at:] /= shift
+    return cell(list(accept), list(step))
+
+
+@pytest.mark.parametrize("component", ["acceptance", "step_time"])
+def test_two_nights_5pct_lower_regress_by_the_recent_drop_rule_before_a_change_point_stands(
+    component: str,
+) -> None:
+    nights = noisy(14, 0.95, 12, component)
+    v = judge(nights, Settings())
+    assert (v.verdict, v.rule, v.changed_at, v.component) == ("regressed", "recent_drop", 12, component)
+    assert v.nights_before == 12 and v.tps.ratio == pytest.approx(0.95, abs=0.02)
+    # What the change points alone say of these nights (the recent-drop test all but off): nothing yet.
+    assert judge(nights, Settings(recent_alpha=1e-12)).verdict == "unchanged"
+    # The noise alone, and a 3% drop within it, are no drop.
+    assert judge(noisy(14, 1.0, 12, component), Settings()).verdict == "unchanged"
+    assert judge(noisy(14, 0.97, 12, component), Settings()).verdict == "unchanged"
+
+
+def test_the_recent_drop_starts_at_the_older_night_only_when_it_is_nearer_the_new_level() -> None:
+    base = np.log(100.0 * (1.0 + NOISE))
+    s = Settings()
+    assert recent_drop(np.append(base, np.log([91.0, 90.0])), 0, s) == 12
+    assert recent_drop(np.append(base, np.log([99.0, 85.0])), 0, s) == 13
+    assert recent_drop(np.append(base, np.log([103.0, 99.0])), 0, s) is None  # no drop
+    assert recent_drop(np.append(base, np.log([91.0, 90.0])), 10, s) is None  # too few nights before
