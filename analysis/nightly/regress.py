@@ -25,7 +25,7 @@ from typing import Any
 from analysis.nightly import history, prometheus, recommendations
 from analysis.nightly.judge import FAILING, YOUNG_NIGHTS
 from analysis.nightly.regress_report import Night, markdown, write_json, write_junit
-from analysis.nightly.settings import RULES, Settings
+from analysis.nightly.settings import RECENT_NIGHTS, RULES, Settings
 from analysis.nightly.verdicts import verdicts
 
 # Settings field -> (metavar, help); each becomes --field-name, its default the Settings default.
@@ -37,7 +37,8 @@ HELP = {
     "alpha": ("P", "change-point rule: largest Student's t p-value of a change point"),
     "min_change": ("SHARE", "change-point rule: smallest change of a change point (0.02 = 2%%)"),
     "nights": ("N", "change-point rule: a cell's last N nights are searched"),
-    "recent_alpha": ("P", "recent-drop rule: largest one-sided t p-value of a drop over the last 2 nights"),
+    "recent_alpha": ("P", "recent-drop rule: largest one-sided t p-value of a drop over the last"
+                     f" {RECENT_NIGHTS} nights"),
     "rule": ("RULE", "which tok/s rule decides: change_point (the window rule too below"
              f" {YOUNG_NIGHTS} nights), window, or either"),
     "min_accept_length": ("L", "gate: a speculative cell below this accept length regressed"),
@@ -60,7 +61,7 @@ def add_parser(subparsers: Any) -> None:
     for field in dataclasses.fields(Settings):
         metavar, text = HELP[field.name]
         rules.add_argument(
-            f"--{field.name.replace('_', '-')}",
+            Settings.option(field.name),
             type=str if field.name == "rule" else type(field.default),
             default=field.default,
             choices=RULES if field.name == "rule" else None,

@@ -54,7 +54,7 @@ def settings(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def regress_options(settings: Mapping[str, Any]) -> list[str]:
     """The regression settings of `settings` (as `settings()` returns them) as `regress` options."""
-    return [arg for name in REGRESS for arg in (f"--{name.replace('_', '-')}", str(settings[name]))]
+    return [arg for name in REGRESS for arg in (Settings.option(name), str(settings[name]))]
 
 
 def sweep_request(overrides: Mapping[str, Any] | None, mode: Any = None, plan_only: Any = None) -> dict:

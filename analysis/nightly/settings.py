@@ -30,7 +30,8 @@ LIMITS: dict[str, tuple[Callable[[float], bool], str]] = {
 
 @dataclass(frozen=True)
 class Settings:
-    """The two tok/s rules, which of them decides, and the acceptance-collapse gate."""
+    """The tok/s rules (window; change points with the recent-drop test), which of them decides,
+    and the acceptance-collapse gate."""
 
     # Window rule: the latest night against the median of the previous `window` nights of the same
     # engine version; a drop beyond both `threshold` and mad_k x MAD of those nights. `window` is
@@ -72,6 +73,11 @@ class Settings:
             return f"{name} must be {'a whole number' if whole else 'a number'} (got {value!r})"
         check, text = LIMITS[name]
         return "" if check(value) else f"{name} must be {text} (got {value!r})"
+
+    @staticmethod
+    def option(name: str) -> str:
+        """The `regress` option of the setting `name` (the nightly passes its settings as these)."""
+        return f"--{name.replace('_', '-')}"
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as plain values (for the JSON output)."""

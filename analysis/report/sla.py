@@ -140,8 +140,9 @@ def with_sla(step: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | No
 
     Total tok/s comes with the step table (one groupby for both); goodput, only with an SLA.
     """
-    out = step.drop(columns=[c for c in SLA_COLUMNS[1:] if c in step.columns]).reset_index(drop=True)
-    out["total_tps"] = out.pop("total_tps")
+    derived = [c for c in SLA_COLUMNS if c != "total_tps" and c in step.columns]
+    out = step.drop(columns=derived).reset_index(drop=True)
+    out["total_tps"] = out.pop("total_tps")  # moved to the end, first of SLA_COLUMNS
     out["user_tps"] = out["total_tps"] / out["concurrency"].astype("float64")
     out["goodput_rps"] = out["slo_attainment"] = np.nan
     if sla.given and requests is not None and not requests.empty:
@@ -151,9 +152,10 @@ def with_sla(step: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | No
             .agg(goodput_rps=("goodput_rps", "median"), slo_attainment=("slo_attainment", "median"))
             .reset_index()
         )
-        keys = step[CELL].astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
-        cells = cells.astype({c: "object" for c in ("sweep_id", "host", "engine", "model", "config")})
-        found = keys.merge(cells.astype({"concurrency": "Int64"}), on=CELL, how="left")
+        text = {c: "object" for c in ("sweep_id", "host", "engine", "model", "config")}
+        found = (
+            step[CELL].astype(text).merge(cells.astype({**text, "concurrency": "Int64"}), on=CELL, how="left")
+        )
         out["goodput_rps"] = found["goodput_rps"].to_numpy()
         out["slo_attainment"] = found["slo_attainment"].to_numpy()
     out["meets_sla"] = meets(out, sla)
