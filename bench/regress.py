@@ -6,11 +6,15 @@ accept length x verify steps per second, with lognormal night-to-night noise who
 from tok/s and accept length, as on llama.cpp or SGLang without recorded step times). A cell
 steps down by 3, 5 or 8% at a random night (from night 9 to 28, so 8 nights come before it and
 at least 2 after), half of them through accept length and half through step time, or not at all.
-The nightly is replayed: every night from the 6th on is judged on the nights up to it, as
-`python -m analysis regress` would judge it (analysis.nightly.judge, the same code), once per rule.
+The nightly is replayed: every night from the 6th on, the cells of a fleet are judged together on
+the nights up to it, as `python -m analysis regress` judges a sweep's cells (analysis.nightly.judge,
+the same code, with the noise prior fitted on the fleet that night), once per rule. A fleet is the
+cells of one CV (every shift and none), or all of them ("mixed CVs": cells that disagree on their
+noise, so that each keeps more of its own).
 (From the 6th night on the default rule is the change points and the recent-drop test; the
-window rule that also guards a cell's first five nights is not in the table. "change point only"
-is the default rule without the recent-drop test, as it was before that test came.)
+window rule that also guards a cell's first five nights is not in the table. "own noise" is the
+default rule with `noise: own`, each cell's variance its own, as before the fleet's was shared;
+"change point only" is that without the recent-drop test.)
 
 Columns: found: flagged `regressed` on the night of the shift or later (within the 30 nights);
 by 2nd / by 3rd night: flagged while at most 2 / 3 nights at the new level were measured; nights
@@ -19,12 +23,12 @@ changed_at: the flagged night names the night of the shift; component: the attri
 (acceptance / step_time) is the simulated cause; FP per 100: nights flagged `regressed` before any
 shift, per 100 such cell-nights.
 
-A second table trades one for the other: the default rule (change points and recent drops) at
-several `alpha` / `recent_alpha` (`specsweep_nightly` in group_vars, `regress --alpha
---recent-alpha`) on CV 2% cells with a 5% shift or none, beside a reference: how often a test of
-the mean of the first 2 nights at the new level against an exactly known old level finds the
-shift at the same false-positive rate (noise known too, so no rule that must estimate both from
-the nights themselves does better with one look).
+A second table trades one for the other: the default rule at several `alpha` / `recent_alpha`
+(`specsweep_nightly` in group_vars, `regress --alpha --recent-alpha`) on a fleet of CV 2% cells
+with a 5% shift or none, beside references: how often a test of the mean of the first 2 (3)
+nights at the new level against an exactly known old level finds the shift at the same
+false-positive rate (noise known too, so no rule that must estimate both from the nights
+themselves does better with one look).
 
     .venv/bin/python bench/regress.py [--cells 200] [--seed 1]
 """
@@ -43,7 +47,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analysis.nightly.judge import Nights, judge
+from analysis.nightly.judge import Nights, fleet_noise, judge
 from analysis.nightly.settings import Settings
 
 NIGHTS = 30
@@ -55,12 +59,15 @@ CVS = (0.01, 0.02, 0.03)
 SHIFTS = (0.0, 0.03, 0.05, 0.08)
 RULES = {
     "window (old)": Settings(rule="window"),
-    "change point only": Settings(recent_alpha=1e-12),  # the default before the recent-drop rule
-    "default: change point + recent drop": Settings(),
+    "change point only": Settings(recent_alpha=1e-12, noise="own"),
+    "change point + recent drop, own noise": Settings(noise="own"),
+    "default: change point + recent drop, shared noise": Settings(),
 }
+MIXED = "default, fleet of mixed CVs"
 CURVE_CV, CURVE_SHIFT = 0.02, 0.05
 # (alpha, recent_alpha) pairs; the defaults are Settings()'s.
-CURVE_ALPHAS = ((0.001, 0.001), (0.003, 0.002), (0.003, 0.005), (0.003, 0.01), (0.01, 0.02), (0.03, 0.05))
+CURVE_ALPHAS = ((0.0005, 0.002), (0.001, 0.003), (0.001, 0.005), (0.001, 0.007), (0.003, 0.01), (0.01, 0.02),
+                (0.03, 0.05))  # fmt: skip
 
 
 def history(cv: float, shift: float, cause: str, at: int, rng: np.random.Generator) -> Nights:
@@ -76,38 +83,56 @@ def history(cv: float, shift: float, cause: str, at: int, rng: np.random.Generat
     return Nights(tps, accept, none, accept / tps * 1000.0, np.ones(NIGHTS, dtype=bool))
 
 
-def replay(cell: Nights, at: int, s: Settings) -> dict[str, object]:
-    """Judge every night from FIRST_JUDGED on: false alarms before `at`, the first flag after it."""
-    false_alarms, judged_before = 0, 0
+def replay(cells: list[Nights], ats: list[int], s: Settings) -> list[dict[str, object]]:
+    """Judge every night from FIRST_JUDGED on, the fleet's cells together: each cell's false alarms
+    before its shift (`ats`), and its first flag after it."""
+    seen = [{"nights": np.nan, "component": None, "changed_at": False, "false_alarms": 0, "judged_before": 0}
+            for _ in cells]  # fmt: skip
     for night in range(FIRST_JUDGED, NIGHTS):
-        upto = dataclasses.replace(
-            cell, **{f.name: getattr(cell, f.name)[: night + 1] for f in dataclasses.fields(cell)}
-        )
-        v = judge(upto, s)
-        if night < at:
-            judged_before += 1
-            false_alarms += v.verdict == "regressed"
-        elif v.verdict == "regressed":
-            return {"nights": night - at + 1, "component": v.component, "changed_at": v.changed_at == at,
-                    "false_alarms": false_alarms, "judged_before": judged_before}  # fmt: skip
-    return {"nights": np.nan, "component": None, "changed_at": False,
-            "false_alarms": false_alarms, "judged_before": judged_before}  # fmt: skip
+        upto = [
+            dataclasses.replace(
+                cell, **{f.name: getattr(cell, f.name)[: night + 1] for f in dataclasses.fields(cell)}
+            )
+            for cell in cells
+        ]
+        prior = fleet_noise(upto, s)
+        for outcome, cell, at in zip(seen, upto, ats, strict=True):
+            if not np.isnan(outcome["nights"]):
+                continue
+            v = judge(cell, s, prior)
+            if night < at:
+                outcome["judged_before"] += 1
+                outcome["false_alarms"] += v.verdict == "regressed"
+            elif v.verdict == "regressed":
+                outcome.update(nights=night - at + 1, component=v.component, changed_at=v.changed_at == at)
+    return seen
+
+
+def fleet(cv: float, shifts: tuple[float, ...], cells: int, rng: np.random.Generator) -> pd.DataFrame:
+    """`cells` simulated cells per shift at one CV: cv, shift, cause, at and the Nights."""
+    rows = []
+    for shift in shifts:
+        for _ in range(cells):
+            at = int(rng.integers(*SHIFT_NIGHTS)) if shift else NIGHTS
+            cause = str(rng.choice(["acceptance", "step_time"]))
+            rows.append({"cv": cv, "shift": shift, "cause": cause, "at": at,
+                         "cell": history(cv, shift, cause, at, rng)})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def judged(cells: pd.DataFrame, rule: str, s: Settings) -> pd.DataFrame:
+    """The cells with what the replay of `rule` saw of each."""
+    seen = replay(list(cells["cell"]), list(cells["at"]), s)
+    return cells.drop(columns="cell").assign(rule=rule).reset_index(drop=True).join(pd.DataFrame(seen))
 
 
 def simulate(cells: int, seed: int) -> pd.DataFrame:
     """One row per (cell, rule): what the replay saw."""
     rng = np.random.default_rng(seed)
-    rows = []
-    for cv in CVS:
-        for shift in SHIFTS:
-            for _ in range(cells):
-                at = int(rng.integers(*SHIFT_NIGHTS)) if shift else NIGHTS
-                cause = str(rng.choice(["acceptance", "step_time"]))
-                cell = history(cv, shift, cause, at, rng)
-                for rule, s in RULES.items():
-                    outcome = replay(cell, at, s)
-                    rows.append({"cv": cv, "shift": shift, "rule": rule, "cause": cause, **outcome})
-    return pd.DataFrame(rows)
+    fleets = [fleet(cv, SHIFTS, cells, rng) for cv in CVS]
+    runs = [judged(f, rule, s) for f in fleets for rule, s in RULES.items()]
+    runs.append(judged(pd.concat(fleets, ignore_index=True), MIXED, Settings()))
+    return pd.concat(runs, ignore_index=True)
 
 
 def table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -153,48 +178,46 @@ def markdown(t: pd.DataFrame) -> str:
 
 
 def curve(cells: int, seed: int) -> pd.DataFrame:
-    """Per (alpha, recent_alpha): detection of a CURVE_SHIFT step at CURVE_CV, false alarms, reference."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for _ in range(cells):
-        for shift in (0.0, CURVE_SHIFT):
-            at = int(rng.integers(*SHIFT_NIGHTS)) if shift else NIGHTS
-            cell = history(CURVE_CV, shift, str(rng.choice(["acceptance", "step_time"])), at, rng)
-            for alpha, recent in CURVE_ALPHAS:
-                s = Settings(alpha=alpha, recent_alpha=recent)
-                rows.append({"alpha": f"{alpha:g} / {recent:g}", "shift": shift, **replay(cell, at, s)})
-    runs = pd.DataFrame(rows)
-    runs["alpha"] = pd.Categorical(runs["alpha"], categories=runs["alpha"].unique())  # in CURVE_ALPHAS order
+    """Per (alpha, recent_alpha): detection of a CURVE_SHIFT step at CURVE_CV, false alarms, references."""
+    sample = fleet(CURVE_CV, (0.0, CURVE_SHIFT), cells, np.random.default_rng(seed))
+    runs = pd.concat(
+        [judged(sample, f"{a:g} / {r:g}", Settings(alpha=a, recent_alpha=r)) for a, r in CURVE_ALPHAS],
+        ignore_index=True,
+    )
+    runs["alpha"] = pd.Categorical(runs["rule"], categories=runs["rule"].unique())  # in CURVE_ALPHAS order
     shifted = runs[runs["shift"] > 0]
-    judged = runs.groupby("alpha", observed=True)[["false_alarms", "judged_before"]].sum()
+    by = shifted.groupby("alpha", observed=True)["nights"]
+    totals = runs.groupby("alpha", observed=True)[["false_alarms", "judged_before"]].sum()
     out = pd.DataFrame(
         {
-            "by2": (shifted["nights"] <= 2).groupby(shifted["alpha"], observed=True).mean(),
-            "by3": (shifted["nights"] <= 3).groupby(shifted["alpha"], observed=True).mean(),
-            "found": shifted["nights"].notna().groupby(shifted["alpha"], observed=True).mean(),
-            "fp_per_100": 100.0 * judged["false_alarms"] / judged["judged_before"],
+            "by2": by.apply(lambda n: (n <= 2).mean()),
+            "by3": by.apply(lambda n: (n <= 3).mean()),
+            "found": by.apply(lambda n: n.notna().mean()),
+            "fp_per_100": 100.0 * totals["false_alarms"] / totals["judged_before"],
         }
     )
     normal, step = statistics.NormalDist(), -math.log1p(-CURVE_SHIFT)
-    out["reference"] = [
-        normal.cdf(step / (CURVE_CV / math.sqrt(2.0)) - normal.inv_cdf(1.0 - max(fp, 1e-3) / 100.0))
-        for fp in out["fp_per_100"]
-    ]
+    for nights in (2, 3):
+        out[f"reference{nights}"] = [
+            normal.cdf(step / (CURVE_CV / math.sqrt(nights)) - normal.inv_cdf(1.0 - max(fp, 1e-3) / 100.0))
+            for fp in out["fp_per_100"]
+        ]
     return out.reset_index()
 
 
 def curve_markdown(c: pd.DataFrame) -> str:
     """The alpha / recent_alpha table as Markdown."""
     header = ["alpha / recent_alpha", "found", "by 2nd night", "by 3rd night", "FP per 100 cell-nights",
-              "reference: 2-night mean at that FP"]  # fmt: skip
+              "reference: 2-night mean at that FP", "reference: 3-night mean"]  # fmt: skip
     lines = [
-        f"\nthe default rule at CV {CURVE_CV:.0%}, a {CURVE_SHIFT:.0%} shift, by alpha / recent_alpha:",
+        f"\nthe default rule (shared noise) at CV {CURVE_CV:.0%}, a {CURVE_SHIFT:.0%} shift,"
+        " by alpha / recent_alpha:",
         "| " + " | ".join(header) + " |",
         "|" + "---|" * len(header),
     ]
     for r in c.itertuples(index=False):
         cells = [str(r.alpha), f"{r.found:.0%}", f"{r.by2:.0%}", f"{r.by3:.0%}", f"{r.fp_per_100:.2f}",
-                 f"{r.reference:.0%}"]  # fmt: skip
+                 f"{r.reference2:.0%}", f"{r.reference3:.0%}"]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

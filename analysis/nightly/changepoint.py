@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.nightly.noise import NO_PRIOR, Prior
 from analysis.tquantiles import KNOTS
 
 _INV_DF, _T975 = (np.array(col) for col in zip(*KNOTS, strict=True))
@@ -115,15 +116,17 @@ def t975(df: float) -> float:
     return float(np.interp(1.0 / max(df, 1.0), _INV_DF, _T975))
 
 
-def ttest(before: np.ndarray, after: np.ndarray) -> Comparison:
-    """Student's t test with pooled variance; p = 1 when there is no degree of freedom."""
+def ttest(before: np.ndarray, after: np.ndarray, prior: Prior = NO_PRIOR) -> Comparison:
+    """Student's t test with pooled variance, moderated by a fleet's `prior` (analysis.nightly.noise);
+    p = 1 when there is no degree of freedom."""
     n1, n2 = len(before), len(after)
     mean_before, mean_after = float(before.mean()), float(after.mean())
-    df = n1 + n2 - 2
-    if df < 1:
+    own = n1 + n2 - 2
+    if own < 1 and prior.df == 0.0:
         return Comparison(mean_before, mean_after, 1.0, math.nan)
     # A one-point side adds nothing to the pooled variance; the other side's spread stands for it.
-    pooled = (((before - mean_before) ** 2).sum() + ((after - mean_after) ** 2).sum()) / df
+    residuals = ((before - mean_before) ** 2).sum() + ((after - mean_after) ** 2).sum()
+    pooled, df = prior.moderate(float(residuals) / own if own else 0.0, own)
     se = math.sqrt(pooled * (1.0 / n1 + 1.0 / n2))
     delta = mean_after - mean_before
     if se == 0.0:  # both sides constant: t is 0/0 or infinite

@@ -14,11 +14,14 @@ Works on arrays (oldest night first, the judged night last) so that `regress` an
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.nightly.changepoint import Comparison, change_points, ttest
+from analysis.nightly.noise import NO_PRIOR, Prior, fit
 from analysis.nightly.settings import MIN_NIGHTS, RECENT_NIGHTS, Settings
 
 # Below this many nights a one-night segment has under 4 degrees of freedom (a 3x drop on noisy
@@ -138,24 +141,61 @@ def _accept_gate(n: Nights, measured: np.ndarray, s: Settings) -> int | None:
 Split = tuple[str, str, np.ndarray, np.ndarray]  # verdict, rule, nights before, nights after
 
 
-def recent_drop(series: np.ndarray, start: int, s: Settings) -> int | None:
+def recent_drop(series: np.ndarray, start: int, s: Settings, prior: Prior = NO_PRIOR) -> int | None:
     """Where the drop that the recent-drop rule sees in series[start:] began, or None.
 
-    The last RECENT_NIGHTS points against those before them (one-sided: a regression only). The
-    older of them belongs to the new level when it is nearer to it than to the old one.
+    The last k points (each k of RECENT_NIGHTS) against those before them, one-sided (a regression
+    only), the variance moderated by the fleet's `prior`; the k with the smallest p decides. The
+    drop begins at the first of those k nights nearer the new level than the old one.
     """
-    before, after = series[start:-RECENT_NIGHTS], series[-RECENT_NIGHTS:]
-    if len(before) < MIN_NIGHTS:
+    found: tuple[float, int, Comparison] | None = None
+    for k in RECENT_NIGHTS:
+        before, after = series[start:-k], series[-k:]
+        if len(before) < MIN_NIGHTS:
+            continue
+        test = ttest(before, after, prior)
+        p = test.p_value / 2.0
+        dropped = test.mean_after < test.mean_before and test.magnitude >= s.min_change
+        if dropped and p <= s.recent_alpha and (found is None or p < found[0]):
+            found = (p, k, test)
+    if found is None:
         return None
-    test = ttest(before, after)
-    dropped = test.mean_after < test.mean_before and test.magnitude >= s.min_change
-    if not dropped or test.p_value / 2.0 > s.recent_alpha:
-        return None
-    older_is_new = after[0] < (test.mean_before + test.mean_after) / 2.0
-    return len(series) - (RECENT_NIGHTS if older_is_new else 1)
+    _, k, test = found
+    # Their mean is below the middle, so at least one of them is.
+    nearer_new = series[-k:] < (test.mean_before + test.mean_after) / 2.0
+    return len(series) - k + int(np.argmax(nearer_new))
 
 
-def _tps_rule(n: Nights, positions: np.ndarray, window: Split | None, s: Settings) -> Split | None:
+def _positions(n: Nights, s: Settings) -> np.ndarray:
+    """The measured nights the rules read: the last `s.nights` of them."""
+    return np.flatnonzero(np.isfinite(n.tps))[-s.nights :]
+
+
+def cell_noise(n: Nights, s: Settings) -> tuple[float, float]:
+    """The cell's night-to-night variance of log tok/s and its degrees of freedom, within the
+    segments between its change points."""
+    series = np.log(n.tps[_positions(n, s)])
+    if len(series) < MIN_NIGHTS:
+        return math.nan, 0.0
+    ends = [0, *(c.index for c in change_points(series, s.alpha, s.min_change)), len(series)]
+    segments = [series[a:b] for a, b in itertools.pairwise(ends)]
+    df = len(series) - len(segments)
+    residuals = sum(float(((part - part.mean()) ** 2).sum()) for part in segments)
+    return (residuals / df, float(df)) if df else (math.nan, 0.0)
+
+
+def fleet_noise(cells: list[Nights], s: Settings) -> Prior:
+    """The noise prior that cells judged together share (analysis.nightly.noise); none when
+    `s.noise` is own."""
+    if s.noise == "own":
+        return NO_PRIOR
+    spread = np.array([cell_noise(n, s) for n in cells]).reshape(-1, 2)
+    return fit(spread[:, 0], spread[:, 1])
+
+
+def _tps_rule(
+    n: Nights, positions: np.ndarray, window: Split | None, s: Settings, prior: Prior
+) -> Split | None:
     """What the tok/s rules say, per `s.rule`; None when neither can compare anything."""
     none = positions[:0]
     if s.rule == "window" or len(positions) < MIN_NIGHTS:
@@ -168,25 +208,25 @@ def _tps_rule(n: Nights, positions: np.ndarray, window: Split | None, s: Setting
         verdict = "regressed" if c.test.ratio < 1.0 else "improved"
         found = (verdict, "change_point", positions[c.start : c.index], positions[c.index :])
     if found[0] != "regressed":
-        start = max([c.index for c in changes if c.index <= len(series) - RECENT_NIGHTS], default=0)
-        if (index := recent_drop(series, start, s)) is not None:
+        start = max([c.index for c in changes if c.index <= len(series) - min(RECENT_NIGHTS)], default=0)
+        if (index := recent_drop(series, start, s, prior)) is not None:
             found = ("regressed", "recent_drop", positions[start:index], positions[index:])
     window_only_fails = window is not None and window[0] == "regressed" and found[0] != "regressed"
     return window if window_only_fails and (s.rule == "either" or len(positions) < YOUNG_NIGHTS) else found
 
 
-def judge(n: Nights, s: Settings) -> Verdict:
-    """The verdict of the last night of `n`."""
+def judge(n: Nights, s: Settings, prior: Prior = NO_PRIOR) -> Verdict:
+    """The verdict of the last night of `n`; `prior`: the fleet's noise (analysis.nightly.noise)."""
     measured = np.isfinite(n.tps)
     if not measured[:-1].any():
         return Verdict("new")
     if not measured[-1]:
         return Verdict("failed", changed_at=trailing_run(~measured))
-    positions = np.flatnonzero(measured)[-s.nights :]
+    positions = _positions(n, s)
     previous = positions[:-1][n.same_version[positions[:-1]]][-s.window :]
     window = window_rule(n.tps, previous, s)
     by_window = None if window is None else (window.verdict, "window", previous, positions[-1:])
-    ruled = _tps_rule(n, positions, by_window, s)
+    ruled = _tps_rule(n, positions, by_window, s, prior)
     gate = _accept_gate(n, measured, s)
     if ruled is None and gate is None:
         return Verdict("version_changed", window=window)

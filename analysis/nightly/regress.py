@@ -1,8 +1,9 @@
 """`regress` subcommand: judge the latest sweep against each cell's history, and say so where people look.
 
 Per cell (host, engine, model, config, concurrency): change points of its nightly tok/s
-(E-divisive means with Student's t, analysis.nightly.changepoint) and a drop over its last two
-nights against the nights before them (recent_drop), the window/MAD rule where it has
+(E-divisive means with Student's t, analysis.nightly.changepoint) and a drop over its last two or
+three nights against the nights before them (recent_drop, on a noise level the cells of the night
+share: analysis.nightly.noise), the window/MAD rule where it has
 too few nights (or instead, or as well: --rule), and the acceptance-collapse gate; each verdict
 names the night the change began, its size with a 95% interval, the component that moved
 (acceptance or step time) and what the facts of the two nights differ in
@@ -25,7 +26,7 @@ from typing import Any
 from analysis.nightly import history, prometheus, recommendations
 from analysis.nightly.judge import FAILING, YOUNG_NIGHTS
 from analysis.nightly.regress_report import Night, markdown, write_json, write_junit
-from analysis.nightly.settings import RECENT_NIGHTS, RULES, Settings
+from analysis.nightly.settings import CHOICES, RECENT_TEXT, Settings
 from analysis.nightly.verdicts import verdicts
 
 # Settings field -> (metavar, help); each becomes --field-name, its default the Settings default.
@@ -38,9 +39,11 @@ HELP = {
     "min_change": ("SHARE", "change-point rule: smallest change of a change point (0.02 = 2%%)"),
     "nights": ("N", "change-point rule: a cell's last N nights are searched"),
     "recent_alpha": ("P", "recent-drop rule: largest one-sided t p-value of a drop over the last"
-                     f" {RECENT_NIGHTS} nights"),
+                     f" {RECENT_TEXT} nights"),
     "rule": ("RULE", "which tok/s rule decides: change_point (the window rule too below"
              f" {YOUNG_NIGHTS} nights), window, or either"),
+    "noise": ("NOISE", "recent-drop rule: shared (the noise the night's cells agree on, with each cell's own)"
+              " or own (each cell's alone)"),
     "min_accept_length": ("L", "gate: a speculative cell below this accept length regressed"),
     "accept_drop": ("SHARE", "gate: ... or this share below the median of its previous nights"),
 }  # fmt: skip
@@ -62,9 +65,9 @@ def add_parser(subparsers: Any) -> None:
         metavar, text = HELP[field.name]
         rules.add_argument(
             Settings.option(field.name),
-            type=str if field.name == "rule" else type(field.default),
+            type=str if field.name in CHOICES else type(field.default),
             default=field.default,
-            choices=RULES if field.name == "rule" else None,
+            choices=CHOICES.get(field.name),
             metavar=metavar,
             help=f"{text} (default: {field.default})",
         )
@@ -108,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
         known = ", ".join(sweeps["sweep_id"]) or "none"
         print(f"sweep {latest!r} is not in {args.history} (known: {known})", file=sys.stderr)
         return 2
-    table = verdicts(tables, latest, s)
-    night = Night(table, latest, s, recommendations.changes(tables, latest))
+    table, prior = verdicts(tables, latest, s)
+    night = Night(table, latest, s, recommendations.changes(tables, latest), prior)
     text = markdown(night)
     sys.stdout.write(text)
     if args.markdown:  # like the other outputs, into a folder made if need be

@@ -19,7 +19,8 @@ import pandas as pd
 
 from analysis.nightly import recommendations
 from analysis.nightly.judge import FAILING, VERDICTS, YOUNG_NIGHTS
-from analysis.nightly.settings import MIN_NIGHTS, RECENT_NIGHTS, Settings
+from analysis.nightly.noise import MIN_CELLS, NO_PRIOR, Prior
+from analysis.nightly.settings import MIN_NIGHTS, RECENT_TEXT, Settings
 from analysis.nightly.verdicts import COLUMNS
 
 MISSING = "–"
@@ -27,13 +28,14 @@ MISSING = "–"
 
 @dataclass(frozen=True)
 class Night:
-    """What the summary and the JSON tell: the judged sweep, its verdicts, the settings they were
-    judged with, and its recommendation changes (recommendations.CHANGES rows)."""
+    """What the summary and the JSON tell: the judged sweep, its verdicts, the settings and the shared
+    noise they were judged with, and its recommendation changes (recommendations.CHANGES rows)."""
 
     table: pd.DataFrame
     latest: str
     settings: Settings
     recommendations: pd.DataFrame
+    noise: Prior = NO_PRIOR  # the night-to-night noise the cells share (recent_drop's)
 
 
 SECTIONS = [
@@ -94,7 +96,7 @@ def _rules(s: Settings) -> str:
         f"a change point in the cell's nightly median decode tok/s (E-divisive means over its last {s.nights}"
         f" nights, across engine versions; Student's t p ≤ {s.alpha:g}, a change of at least"
         f" {s.min_change * 100:g}%) that starts a segment within the last {s.window} night(s), or a drop"
-        f" over the last {RECENT_NIGHTS} nights against the nights before them (one-sided t p ≤"
+        f" over the last {RECENT_TEXT} nights against the nights before them (one-sided t p ≤"
         f" {s.recent_alpha:g}, at least {s.min_change * 100:g}%; rule recent_drop)"
     )
     window = (
@@ -115,6 +117,19 @@ def _rules(s: Settings) -> str:
     )
 
 
+def _noise(prior: Prior) -> str:
+    """What the recent-drop test took from the other cells, in one sentence."""
+    if prior.df == 0.0:
+        return (
+            "The recent-drop test used each cell's own noise (fewer than"
+            f" {MIN_CELLS} cells with {MIN_NIGHTS} nights or more to share one)."
+        )
+    return (
+        f"The recent-drop test shared the noise of {prior.cells} cells: night-to-night CV"
+        f" {math.sqrt(prior.s2) * 100:.1f}% of tok/s, worth {prior.df:.0f} nights beside each cell's own."
+    )
+
+
 def _summary(night: Night) -> list[str]:
     """Heading, the rules, and the counts."""
     table, latest, s = night.table, night.latest, night.settings
@@ -123,6 +138,8 @@ def _summary(night: Night) -> list[str]:
         f"## specsweep regress: sweep {latest}",
         "",
         _rules(s),
+        "",
+        _noise(night.noise),
         "",
         f"**{counts.get('regressed', 0)} regression(s)**, {counts.get('failed', 0)} failed,"
         f" {counts.get('improved', 0)} improvement(s), {counts.get('unchanged', 0)} unchanged,"
@@ -283,15 +300,26 @@ def _plain(value: Any) -> Any:
 RENAMED = {"config_id": "config", "provenance": "provenance_diff"}
 
 
+def noise_json(prior: Prior) -> dict[str, Any]:
+    """The shared noise: cells it was fitted on (0: none, each cell used its own), its CV in % and
+    what it is worth in nights (the prior's degrees of freedom)."""
+    return {
+        "cells": prior.cells,
+        "cv_pct": math.sqrt(prior.s2) * 100.0 if prior.cells else None,
+        "df": prior.df,
+    }
+
+
 def to_json(night: Night) -> dict[str, Any]:
-    """The night as a JSON document: the sweep, the settings, the counts, one object per cell, and the
-    recommendation changes (recommendations.as_json)."""
+    """The night as a JSON document: the sweep, the settings, the shared noise, the counts, one object
+    per cell, and the recommendation changes (recommendations.as_json)."""
     table = night.table
     cells = [{RENAMED.get(c, c): _plain(r[c]) for c in COLUMNS} for r in table.to_dict("records")]
     counts = table["verdict"].value_counts()
     return {
         "sweep": night.latest,
         "settings": night.settings.as_dict(),
+        "noise": noise_json(night.noise),
         "counts": {v: int(counts.get(v, 0)) for v in VERDICTS},
         "cells": cells,
         "recommendations": recommendations.as_json(night.recommendations),

@@ -9,12 +9,18 @@ from typing import Any, Literal
 
 Rule = Literal["change_point", "window", "either"]
 RULES: tuple[Rule, ...] = ("change_point", "window", "either")
+Noise = Literal["shared", "own"]
+NOISES: tuple[Noise, ...] = ("shared", "own")
+# The settings that are one of a few words, and those words.
+CHOICES: dict[str, tuple[str, ...]] = {"rule": RULES, "noise": NOISES}
 # Fewer nights give a one-night segment at most one degree of freedom: the window rule judges them
 # (analysis.nightly.judge), and the change-point rule needs at least this many to search.
 MIN_NIGHTS = 4
-# The recent-drop rule's nights at the new level (Settings.recent_alpha).
-RECENT_NIGHTS = 2
-# What each number may be (the rule is one of RULES): a check and how to say it.
+# The recent-drop rule's nights at the new level, each tested (Settings.recent_alpha): two find most
+# 5% drops at CV 2% on their second night; three find nearly all by the third.
+RECENT_NIGHTS = (2, 3)
+RECENT_TEXT = " or ".join(map(str, RECENT_NIGHTS))  # for help and reports: "2 or 3"
+# What each number may be (the others are one of CHOICES): a check and how to say it.
 LIMITS: dict[str, tuple[Callable[[float], bool], str]] = {
     "window": (lambda v: v >= 1, "at least 1"),
     "threshold": (lambda v: 0 <= v < 1, "a share from 0 to below 1"),
@@ -41,17 +47,22 @@ class Settings:
     mad_k: float = 3.0
     # Change-point rule: E-divisive means over the cell's last `nights` nights, Student's t p-value
     # at most `alpha` and a change of at least `min_change` (a share) on each side of a change point.
-    alpha: float = 0.003
+    alpha: float = 0.001
     min_change: float = 0.02
     nights: int = 60
-    # Recent-drop rule, beside the change points (rule change_point or either): the last
-    # RECENT_NIGHTS nights against the nights before them since the last change point, a drop with
-    # one-sided Student's t p at most `recent_alpha` and at least `min_change`. A change point needs
-    # about 3 nights at a new level to stand; this test finds most drops a night sooner.
+    # Recent-drop rule, beside the change points (rule change_point or either): the last 2 or 3
+    # nights (RECENT_NIGHTS) against the nights before them since the last change point, a drop with
+    # one-sided Student's t p at most `recent_alpha` (each) and at least `min_change`, the variance
+    # moderated by the fleet's (analysis.nightly.noise). A change point needs about 3 nights at a
+    # new level to stand; this test finds most drops a night sooner.
     recent_alpha: float = 0.005
     # change_point: the change-point rule decides, the window rule too while a cell has few nights
     # (analysis.nightly.judge.YOUNG_NIGHTS); window: the window rule alone; either: both, always.
     rule: Rule = "change_point"
+    # shared: the recent-drop test borrows the noise of the cells judged with it where they agree on
+    # it (analysis.nightly.noise); own: each cell's nights alone, for a fleet whose cells are known
+    # to differ (a shared noise lets a much noisier cell alarm a little more often).
+    noise: Noise = "shared"
     # Gate: a speculative cell whose latest accept length is below this, or below (1 - accept_drop)
     # x the median of its previous `window` nights, is regressed whatever tok/s did.
     min_accept_length: float = 1.2
@@ -65,8 +76,9 @@ class Settings:
     def _problem(self, name: str, default: Any) -> str:
         """What is wrong with the setting `name`, or "" (an int default asks for a whole number)."""
         value = getattr(self, name)
-        if name == "rule":
-            return "" if value in RULES else f"rule must be one of {', '.join(RULES)} (got {value!r})"
+        if name in CHOICES:
+            words = CHOICES[name]
+            return "" if value in words else f"{name} must be one of {', '.join(words)} (got {value!r})"
         whole = isinstance(default, int)
         number = isinstance(value, int if whole else int | float) and not isinstance(value, bool)
         if not number or not math.isfinite(value):

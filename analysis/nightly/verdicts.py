@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.nightly import judge, provenance
+from analysis.nightly import judge, noise, provenance
 from analysis.nightly.changepoint import Comparison
 from analysis.nightly.settings import Settings
 
@@ -80,15 +80,21 @@ def _test_columns(prefix: str, test: Comparison | None) -> dict[str, float]:
     }
 
 
-def _cell(nights: pd.DataFrame, s: Settings, origins: Origins) -> dict[str, Any]:
+def _nights(nights: pd.DataFrame) -> judge.Nights:
+    """A cell's nights as the rules read them (the last one judged)."""
+    return judge.Nights(
+        *(nights[c].to_numpy(dtype=float) for c in ("tps", "accept", "step_engine", "step_derived")),
+        same_version=(nights["engine_version"] == nights["engine_version"].iloc[-1]).to_numpy(),
+    )
+
+
+def _cell(
+    nights: pd.DataFrame, n: judge.Nights, s: Settings, prior: noise.Prior, origins: Origins
+) -> dict[str, Any]:
     """The verdict row of one cell, from its nights up to the judged one (the last)."""
     latest = nights.iloc[-1]
     version = latest["engine_version"]
-    n = judge.Nights(
-        *(nights[c].to_numpy(dtype=float) for c in ("tps", "accept", "step_engine", "step_derived")),
-        same_version=(nights["engine_version"] == version).to_numpy(),
-    )
-    v = judge.judge(n, s)
+    v = judge.judge(n, s, prior)
     measured = nights[nights["tps"].notna()]
     earlier = measured[measured["rank"] < latest["rank"]]
     previous = earlier["engine_version"].iloc[-1] if len(earlier) else None
@@ -162,8 +168,9 @@ def _missing(
     )
 
 
-def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> pd.DataFrame:
-    """One row per cell of the latest sweep, or missing from it, with its verdict."""
+def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> tuple[pd.DataFrame, noise.Prior]:
+    """One row per cell of the latest sweep, or missing from it, with its verdict; the noise prior
+    the cells of the night share."""
     sweeps = tables["sweeps"]
     rank = int(np.flatnonzero(sweeps["sweep_id"] == latest)[0])
     per_night = nightly(sweeps, tables["runs"])
@@ -171,13 +178,18 @@ def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> pd.Da
     now = per_night[per_night["rank"] == rank]
     origins = tables["provenance"].set_index(list(provenance.KEY)).to_dict("index")
     # per_night's order (oldest first) is kept within each cell.
-    judged = per_night.merge(now[CELL], on=CELL).groupby(CELL, dropna=False, sort=False)
-    rows = [_cell(nights, s, origins) for _, nights in judged]
+    judged = [
+        (frame, _nights(frame))
+        for _, frame in per_night.merge(now[CELL], on=CELL).groupby(CELL, dropna=False, sort=False)
+    ]
+    prior = judge.fleet_noise([n for _, n in judged], s)
+    rows = [_cell(frame, n, s, prior, origins) for frame, n in judged]
     before = per_night[per_night["rank"] < rank]
     missing = _missing(before, now, tables["config_failures"], latest, rank, s, origins)
     parts = [frame for frame in (pd.DataFrame(rows, columns=COLUMNS), missing) if len(frame)]
-    return (
+    table = (
         pd.concat(parts, ignore_index=True).reindex(columns=COLUMNS)
         if parts
         else pd.DataFrame(columns=COLUMNS)
     )
+    return table, prior

@@ -67,6 +67,7 @@ def test_the_night_is_a_replicate_sweep_of_its_grid_named_nightly() -> None:
             None,
             "specsweep_nightly: rule must be one of change_point, window, either",
         ),
+        ({"noise": "fleet"}, None, None, "specsweep_nightly: noise must be one of shared, own (got 'fleet')"),
         ({}, "shard", None, "runs in replicate mode and never plan-only (got mode=shard"),
         ({}, None, "true", "plan_only=true"),
     ],

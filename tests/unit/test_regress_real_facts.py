@@ -185,8 +185,12 @@ def test_json_markdown_junit_and_prometheus_carry_the_same_verdicts(tmp_path: Pa
     )
     regressed = {c["config"] for c in report["cells"] if c["verdict"] == "regressed"}
     assert regressed == {"s4"}
+    # The three cells' nights carry the same jitter: the recent-drop test shares their noise.
+    shared = report["noise"]
+    assert shared["cells"] == 3 and 0 < shared["cv_pct"] < 1, shared
     markdown = files["md"].read_text()
     assert "**1 regression(s)**" in markdown and "### Regressions (1)" in markdown
+    assert f"shared the noise of 3 cells: night-to-night CV {shared['cv_pct']:.1f}%" in markdown
     assert "| localhost | llama_cpp | b0-unknown | gemma-3-270m-q4_k_m.gguf | s4 | 1 |" in markdown, markdown
     junit = ET.parse(files["xml"]).getroot()
     failing = [c.get("name", "").split()[0] for c in junit.iter("testcase") if c.find("failure") is not None]
@@ -218,3 +222,15 @@ def test_json_markdown_junit_and_prometheus_carry_the_same_verdicts(tmp_path: Pa
         next(c for c in report["cells"] if c["config"] == "s4")["latest_tps"]
     )
     assert float(samples["specsweep_regress_night_start_timestamp_seconds"]) > 8 * DAY
+
+
+def test_noise_own_judges_each_cell_on_its_own_nights(tmp_path: Path) -> None:
+    slow = {"s4": [lambda f: slow_steps(f, 1.2)]}
+    nights = [write_night(tmp_path, n, slow if n >= 8 else None) for n in range(1, 9)]
+    db = tmp_path / "history.sqlite"
+    assert main(["ingest", *map(str, nights), "--history", str(db)]) == 0
+    out = tmp_path / "regress.json"
+    assert main(["regress", "--history", str(db), "--noise", "own", "--json", str(out)]) == 1
+    report = json.loads(out.read_text())
+    assert report["noise"] == {"cells": 0, "cv_pct": None, "df": 0.0} and report["settings"]["noise"] == "own"
+    assert {c["config"] for c in report["cells"] if c["verdict"] == "regressed"} == {"s4"}

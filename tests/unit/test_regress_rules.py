@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from analysis.nightly.judge import Nights, judge, recent_drop, window_rule
+from analysis.nightly.noise import Prior
 from analysis.nightly.settings import Settings
 
 WIGGLE = np.array([0.003, -0.002, 0.001, -0.003, 0.002, 0.0, -0.001, 0.002])  # relative, deterministic
@@ -189,3 +190,25 @@ def test_the_recent_drop_starts_at_the_older_night_only_when_it_is_nearer_the_ne
     assert recent_drop(np.append(base, np.log([99.0, 85.0])), 0, s) == 13
     assert recent_drop(np.append(base, np.log([103.0, 99.0])), 0, s) is None  # no drop
     assert recent_drop(np.append(base, np.log([91.0, 90.0])), 10, s) is None  # too few nights before
+
+
+def test_a_fleet_that_agrees_on_its_noise_lets_a_smaller_drop_through_on_its_second_night() -> None:
+    base = np.log(100.0 * (1.0 + NOISE))
+    series = np.append(base, np.log([97.0, 96.5]))
+    s = Settings()
+    assert recent_drop(series, 0, s) is None  # the cell's own 12 nights: not yet
+    shared = Prior(float(np.var(base, ddof=1)), 400.0, 40)  # as noisy as this cell, known well
+    assert recent_drop(series, 0, s, shared) == 12
+    assert recent_drop(series, 0, s, Prior(0.03**2, 400.0, 40)) is None  # a noisier fleet: no
+    # Through judge: the verdict and the night it names.
+    nights = cell([ACCEPT] * 14, list(STEP_MS * 100.0 / np.exp(series)))
+    assert judge(nights, s).verdict == "unchanged"
+    v = judge(nights, s, shared)
+    assert (v.verdict, v.rule, v.changed_at, v.component) == ("regressed", "recent_drop", 12, "step_time")
+
+
+def test_three_nights_at_a_new_level_count_where_two_are_not_enough() -> None:
+    base = np.log(100.0 * (1.0 + NOISE))
+    s = Settings()
+    assert recent_drop(np.append(base, np.log([97.5, 97.2])), 0, s) is None
+    assert recent_drop(np.append(base, np.log([97.5, 97.2, 97.0])), 0, s) == 12
