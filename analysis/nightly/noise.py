@@ -1,15 +1,15 @@
 """The fleet's night-to-night noise, borrowed by each cell: an empirical-Bayes prior on variances.
 
-A cell's own nights estimate its noise poorly: with 15 nights, a one-sided p <= 0.005 needs t >= 2.95
-where a known noise level would need z >= 2.58, and that gap costs a recent drop most of its chance
-of being found on its second night. Cells of one fleet are mostly as noisy as each other, so their
-variances are pooled the way limma moderates gene-wise variances (Smyth 2004, "Linear models and
-empirical Bayes methods for assessing differential expression in microarray experiments"): the
-cells' variances are taken as scaled chi-square draws around a prior s0^2 with d0 degrees of
-freedom, fitted by moments of log s^2; a cell's test then uses (d0 s0^2 + d s^2) / (d0 + d) on
-d0 + d degrees of freedom. When the cells differ in noise, d0 comes out small and each keeps its
-own; when they agree, d0 is large (at most the cells' own degrees of freedom together) and a test
-is nearly as strong as one with the noise known.
+A cell's own nights estimate its noise poorly: on 15 degrees of freedom a one-sided p <= 0.005
+needs t >= 2.95 where a known noise level would need z >= 2.58, and that gap costs a recent drop
+much of its chance of being found on its second night. Cells of one fleet are mostly as noisy as
+each other, so their variances are pooled the way limma moderates gene-wise variances (Smyth
+2004, "Linear models and empirical Bayes methods for assessing differential expression in
+microarray experiments"): the cells' variances are taken as scaled chi-square draws around a
+prior s0^2 with d0 degrees of freedom, fitted by moments of log s^2; a cell's test then uses
+(d0 s0^2 + d s^2) / (d0 + d) on d0 + d degrees of freedom. When the cells differ in noise, d0
+comes out small and each keeps its own; when they agree, d0 is large (at most the cells' own
+degrees of freedom together) and a test is nearly as strong as one with the noise known.
 The polygamma functions are written out here (numpy, no scipy), as limma's fitFDist uses them.
 """
 
