@@ -41,6 +41,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,7 +84,7 @@ def history(cv: float, shift: float, cause: str, at: int, rng: np.random.Generat
     return Nights(tps, accept, none, accept / tps * 1000.0, np.ones(NIGHTS, dtype=bool))
 
 
-def replay(cells: list[Nights], ats: list[int], s: Settings) -> list[dict[str, object]]:
+def replay(cells: list[Nights], ats: list[int], s: Settings) -> list[dict[str, Any]]:
     """Judge every night from FIRST_JUDGED on, the fleet's cells together: each cell's false alarms
     before its shift (`ats`), and its first flag after it."""
     seen = [{"nights": np.nan, "component": None, "changed_at": False, "false_alarms": 0, "judged_before": 0}
