@@ -122,7 +122,7 @@ def ttest(before: np.ndarray, after: np.ndarray, prior: Prior = NO_PRIOR) -> Com
     n1, n2 = len(before), len(after)
     mean_before, mean_after = float(before.mean()), float(after.mean())
     own = n1 + n2 - 2
-    if own < 1 and prior.df == 0.0:
+    if own < 1 and not prior.given:
         return Comparison(mean_before, mean_after, 1.0, math.nan)
     # A one-point side adds nothing to the pooled variance; the other side's spread stands for it.
     residuals = ((before - mean_before) ** 2).sum() + ((after - mean_after) ** 2).sum()

@@ -32,9 +32,14 @@ class Prior:
     df: float = 0.0
     cells: int = 0  # cells it was fitted on
 
+    @property
+    def given(self) -> bool:
+        """Whether there is a prior (NO_PRIOR has none)."""
+        return self.df > 0.0
+
     def moderate(self, s2: float, df: float) -> tuple[float, float]:
         """A cell's variance and degrees of freedom with the prior's added."""
-        if self.df == 0.0:
+        if not self.given:
             return s2, df
         return (self.df * self.s2 + df * s2) / (self.df + df), self.df + df
 

@@ -119,7 +119,7 @@ def _rules(s: Settings) -> str:
 
 def _noise(prior: Prior) -> str:
     """What the recent-drop test took from the other cells, in one sentence."""
-    if prior.df == 0.0:
+    if not prior.given:
         return (
             "The recent-drop test used each cell's own noise (fewer than"
             f" {MIN_CELLS} cells with {MIN_NIGHTS} nights or more to share one)."
@@ -305,7 +305,7 @@ def noise_json(prior: Prior) -> dict[str, Any]:
     what it is worth in nights (the prior's degrees of freedom)."""
     return {
         "cells": prior.cells,
-        "cv_pct": math.sqrt(prior.s2) * 100.0 if prior.cells else None,
+        "cv_pct": math.sqrt(prior.s2) * 100.0 if prior.given else None,
         "df": prior.df,
     }
 

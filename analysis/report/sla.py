@@ -103,9 +103,9 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
         {"config_id": "object"}
     )
     out = out.assign(total_tps=total_tps(out))
-    duration = out["duration_s"].where(out["duration_s"] > 0)
     if requests is None or requests.empty or not sla.given:
         return out.assign(goodput_rps=np.nan, slo_attainment=np.nan)
+    duration = out["duration_s"].where(out["duration_s"] > 0)
     counted = (
         requests.assign(good=good_requests(requests, sla))
         .groupby(keys, observed=True)["good"]
