@@ -6,7 +6,9 @@ driver), which have different owners. A verdict that moved tok/s compares the ni
 change with those after it on both: the component that carries at least half of the tok/s change
 is named, `both` when each moved its harmful way with Student's t p <= ATTRIBUTION_ALPHA, `none`
 when neither carries half (time lost outside the verify step, which only an engine-recorded step
-time can show; with a derived one the two always add up to the whole change).
+time can show; with a derived one the two always add up to the whole change). The same split
+helps find a drop: one carried by a factor stands against that factor's noise alone
+(recent_drop).
 
 Works on arrays (oldest night first, the judged night last) so that `regress` and the benchmark
 (bench/regress.py) run the same code.
@@ -16,7 +18,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -33,6 +37,12 @@ ATTRIBUTION_ALPHA = 0.01
 VERDICTS = ("regressed", "failed", "improved", "unchanged", "new", "missing", "version_changed")
 FAILING = ("regressed", "failed")
 COMPONENTS = ("acceptance", "step_time", "both", "none")
+# The series the recent-drop test reads, tok/s and its two factors, each with the sign of a move
+# that costs tok/s. A drop carried by one factor stands out against that factor's noise alone,
+# which is less than tok/s's when the two factors' noises are independent.
+HARMFUL = {"tps": -1.0, "accept": -1.0, "step": 1.0}
+Priors = Mapping[str, Prior]  # the fleet's noise per series of HARMFUL
+NO_PRIORS: Priors = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -141,29 +151,39 @@ def _accept_gate(n: Nights, measured: np.ndarray, s: Settings) -> int | None:
 Split = tuple[str, str, np.ndarray, np.ndarray]  # verdict, rule, nights before, nights after
 
 
-def recent_drop(series: np.ndarray, start: int, s: Settings, prior: Prior = NO_PRIOR) -> int | None:
-    """Where the drop that the recent-drop rule sees in series[start:] began, or None.
+def recent_drop(
+    logs: Mapping[str, np.ndarray], start: int, s: Settings, priors: Priors = NO_PRIORS
+) -> int | None:
+    """Where the drop that the recent-drop rule sees in logs["tps"][start:] began, or None.
 
-    The last k points (each k of RECENT_NIGHTS) against those before them, one-sided (a regression
-    only), the variance moderated by the fleet's `prior`; the k with the smallest p decides. The
-    drop begins at the first of those k nights nearer the new level than the old one.
+    `logs`: log tok/s and those of its factors (HARMFUL) measured on the same nights. The last k
+    nights (each k of RECENT_NIGHTS) against those before them: a tok/s drop of at least min_change
+    with a one-sided p at most recent_alpha, shared out among the series tested (Bonferroni), in
+    tok/s or in a factor that carries at least half of the drop (a factor whose noise is near zero
+    must not turn a noisy tok/s into a regression with a move too small to matter). Each series'
+    variance is moderated by the fleet's (`priors`); the smallest p decides. The drop begins at the
+    first of those k nights nearer the new level of the series that decided.
     """
-    found: tuple[float, int, Comparison] | None = None
+    tps, level = logs["tps"], s.recent_alpha / len(logs)
+    found: tuple[float, int, str, Comparison] | None = None
     for k in RECENT_NIGHTS:
-        before, after = series[start:-k], series[-k:]
-        if len(before) < MIN_NIGHTS:
+        if len(tps) - k - start < MIN_NIGHTS:
             continue
-        test = ttest(before, after, prior)
-        p = test.p_value / 2.0
-        dropped = test.mean_after < test.mean_before and test.magnitude >= s.min_change
-        if dropped and p <= s.recent_alpha and (found is None or p < found[0]):
-            found = (p, k, test)
+        drop = float(tps[start:-k].mean() - tps[-k:].mean())
+        if math.expm1(drop) < s.min_change:
+            continue
+        for name, series in logs.items():
+            test = ttest(series[start:-k], series[-k:], priors.get(name, NO_PRIOR))
+            p = test.p_value / 2.0
+            carries = HARMFUL[name] * (test.mean_after - test.mean_before) >= drop / 2.0
+            if carries and p <= level and (found is None or p < found[0]):
+                found = (p, k, name, test)
     if found is None:
         return None
-    _, k, test = found
-    # Their mean is below the middle, so at least one of them is.
-    nearer_new = series[-k:] < (test.mean_before + test.mean_after) / 2.0
-    return len(series) - k + int(np.argmax(nearer_new))
+    _, k, name, test = found
+    # Their mean is beyond the middle, so at least one of them is.
+    nearer_new = HARMFUL[name] * (logs[name][-k:] - (test.mean_before + test.mean_after) / 2.0) > 0
+    return len(tps) - k + int(np.argmax(nearer_new))
 
 
 def _positions(n: Nights, s: Settings) -> np.ndarray:
@@ -171,52 +191,77 @@ def _positions(n: Nights, s: Settings) -> np.ndarray:
     return np.flatnonzero(np.isfinite(n.tps))[-s.nights :]
 
 
-def cell_noise(n: Nights, s: Settings) -> tuple[float, float]:
-    """The cell's night-to-night variance of log tok/s and its degrees of freedom, within the
-    segments between its change points."""
-    series = np.log(n.tps[_positions(n, s)])
-    if len(series) < MIN_NIGHTS:
-        return math.nan, 0.0
-    ends = [0, *(c.index for c in change_points(series, s.alpha, s.min_change)), len(series)]
-    segments = [series[a:b] for a, b in itertools.pairwise(ends)]
-    df = len(series) - len(segments)
-    residuals = sum(float(((part - part.mean()) ** 2).sum()) for part in segments)
-    return (residuals / df, float(df)) if df else (math.nan, 0.0)
+def _step(n: Nights, positions: np.ndarray) -> tuple[np.ndarray, str]:
+    """The step times the rules read at `positions`: the engine's where it recorded every one."""
+    engine = bool(np.isfinite(n.step_engine[positions]).all())
+    return (n.step_engine, "engine") if engine else (n.step_derived, "derived")
 
 
-def fleet_noise(cells: list[Nights], s: Settings) -> Prior:
-    """The noise prior that cells judged together share (analysis.nightly.noise); none when
-    `s.noise` is own."""
+def _logs(n: Nights, positions: np.ndarray) -> dict[str, np.ndarray]:
+    """Log tok/s at `positions` and, for a speculative cell whose accept length and step time were
+    measured on all of them, of its two factors (without speculation tok/s is its step time's)."""
+    logs = {"tps": np.log(n.tps[positions])}
+    step, _ = _step(n, positions)
+    factors = {"accept": n.accept[positions], "step": step[positions]}
+    if all(np.isfinite(x).all() and (x > 0).all() for x in factors.values()):
+        logs |= {name: np.log(x) for name, x in factors.items()}
+    return logs
+
+
+def cell_noise(n: Nights, s: Settings) -> dict[str, tuple[float, float]]:
+    """The cell's night-to-night variance of each log series (HARMFUL) and its degrees of freedom,
+    within the segments between the change points of tok/s."""
+    positions = _positions(n, s)
+    if len(positions) < MIN_NIGHTS:
+        return {}
+    logs = _logs(n, positions)
+    ends = [0, *(c.index for c in change_points(logs["tps"], s.alpha, s.min_change)), len(positions)]
+    df = len(positions) - len(ends) + 1
+    if not df:
+        return {}
+    return {
+        name: (
+            sum(float(((x[a:b] - x[a:b].mean()) ** 2).sum()) for a, b in itertools.pairwise(ends)) / df,
+            df,
+        )
+        for name, x in logs.items()
+    }
+
+
+def fleet_noise(cells: list[Nights], s: Settings) -> Priors:
+    """The noise prior per series that cells judged together share (analysis.nightly.noise); none
+    when `s.noise` is own."""
     if s.noise == "own":
-        return NO_PRIOR
-    spread = np.array([cell_noise(n, s) for n in cells]).reshape(-1, 2)
-    return fit(spread[:, 0], spread[:, 1])
+        return NO_PRIORS
+    spread = [cell_noise(n, s) for n in cells]
+    return {name: fit(*np.array([own.get(name, (math.nan, 0.0)) for own in spread]).reshape(-1, 2).T)
+            for name in HARMFUL}  # fmt: skip
 
 
 def _tps_rule(
-    n: Nights, positions: np.ndarray, window: Split | None, s: Settings, prior: Prior
+    n: Nights, positions: np.ndarray, window: Split | None, s: Settings, priors: Priors
 ) -> Split | None:
     """What the tok/s rules say, per `s.rule`; None when neither can compare anything."""
     none = positions[:0]
     if s.rule == "window" or len(positions) < MIN_NIGHTS:
         return window
-    series = np.log(n.tps[positions])
-    changes = change_points(series, s.alpha, s.min_change)
+    logs = _logs(n, positions)
+    changes = change_points(logs["tps"], s.alpha, s.min_change)
     found: Split = ("unchanged", "change_point", none, none)
     if changes and len(positions) - changes[-1].index <= s.window:
         c = changes[-1]
         verdict = "regressed" if c.test.ratio < 1.0 else "improved"
         found = (verdict, "change_point", positions[c.start : c.index], positions[c.index :])
     if found[0] != "regressed":
-        start = max([c.index for c in changes if c.index <= len(series) - min(RECENT_NIGHTS)], default=0)
-        if (index := recent_drop(series, start, s, prior)) is not None:
+        start = max([c.index for c in changes if c.index <= len(positions) - min(RECENT_NIGHTS)], default=0)
+        if (index := recent_drop(logs, start, s, priors)) is not None:
             found = ("regressed", "recent_drop", positions[start:index], positions[index:])
     window_only_fails = window is not None and window[0] == "regressed" and found[0] != "regressed"
     return window if window_only_fails and (s.rule == "either" or len(positions) < YOUNG_NIGHTS) else found
 
 
-def judge(n: Nights, s: Settings, prior: Prior = NO_PRIOR) -> Verdict:
-    """The verdict of the last night of `n`; `prior`: the fleet's noise (analysis.nightly.noise)."""
+def judge(n: Nights, s: Settings, priors: Priors = NO_PRIORS) -> Verdict:
+    """The verdict of the last night of `n`; `priors`: the fleet's noise (fleet_noise)."""
     measured = np.isfinite(n.tps)
     if not measured[:-1].any():
         return Verdict("new")
@@ -226,7 +271,7 @@ def judge(n: Nights, s: Settings, prior: Prior = NO_PRIOR) -> Verdict:
     previous = positions[:-1][n.same_version[positions[:-1]]][-s.window :]
     window = window_rule(n.tps, previous, s)
     by_window = None if window is None else (window.verdict, "window", previous, positions[-1:])
-    ruled = _tps_rule(n, positions, by_window, s, prior)
+    ruled = _tps_rule(n, positions, by_window, s, priors)
     gate = _accept_gate(n, measured, s)
     if ruled is None and gate is None:
         return Verdict("version_changed", window=window)
@@ -236,8 +281,7 @@ def judge(n: Nights, s: Settings, prior: Prior = NO_PRIOR) -> Verdict:
         before, after = positions[positions < gate][-s.window :], positions[positions >= gate]
     if not len(after):
         return Verdict(verdict, rule, window=window)
-    engine = bool(np.isfinite(n.step_engine[positions]).all())
-    step = n.step_engine if engine else n.step_derived
+    step, step_source = _step(n, positions)
     tests = [_compare(values, before, after) for values in (n.tps, n.accept, step)]
     return Verdict(
         verdict,
@@ -247,7 +291,7 @@ def judge(n: Nights, s: Settings, prior: Prior = NO_PRIOR) -> Verdict:
         tps=tests[0],
         accept=tests[1],
         step=tests[2],
-        step_source="engine" if engine else "derived",
+        step_source=step_source,
         window=window,
         nights_before=len(before),
     )

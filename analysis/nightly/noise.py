@@ -26,7 +26,8 @@ MIN_CELLS = 3
 
 @dataclass(frozen=True)
 class Prior:
-    """The fleet's noise: variance s2 (of log tok/s) worth df degrees of freedom (0: no prior)."""
+    """The fleet's noise: variance s2 (of a log series: tok/s, accept length or step time) worth
+    df degrees of freedom (0: no prior)."""
 
     s2: float = math.nan
     df: float = 0.0

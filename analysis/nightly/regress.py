@@ -2,11 +2,11 @@
 
 Per cell (host, engine, model, config, concurrency): change points of its nightly tok/s
 (E-divisive means with Student's t, analysis.nightly.changepoint) and a drop over its last two or
-three nights against the nights before them (recent_drop, on a noise level the cells of the night
-share: analysis.nightly.noise), the window/MAD rule where it has
-too few nights (or instead, or as well: --rule), and the acceptance-collapse gate; each verdict
-names the night the change began, its size with a 95% interval, the component that moved
-(acceptance or step time) and what the facts of the two nights differ in
+three nights against the nights before them, in tok/s or in the factor of it that carries the drop
+(recent_drop, on noise levels the cells of the night share: analysis.nightly.noise), the window/MAD
+rule where it has too few nights (or instead, or as well: --rule), and the acceptance-collapse
+gate; each verdict names the night the change began, its size with a 95% interval, the component
+that moved (acceptance or step time) and what the facts of the two nights differ in
 (analysis.nightly.judge, analysis.nightly.verdicts). The Markdown summary goes to stdout (and
 --markdown); --json, --junit and --prometheus (a node_exporter textfile) carry the same verdicts.
 The summary and --json also list where the config `recommend` would deploy at a load level changed
@@ -39,7 +39,7 @@ HELP = {
     "min_change": ("SHARE", "change-point rule: smallest change of a change point (0.02 = 2%%)"),
     "nights": ("N", "change-point rule: a cell's last N nights are searched"),
     "recent_alpha": ("P", "recent-drop rule: largest one-sided t p-value of a drop over the last"
-                     f" {RECENT_TEXT} nights"),
+                     f" {RECENT_TEXT} nights, shared among tok/s and its factors (accept length, step time)"),
     "rule": ("RULE", "which tok/s rule decides: change_point (the window rule too below"
              f" {YOUNG_NIGHTS} nights), window, or either"),
     "noise": ("NOISE", "recent-drop rule: shared (the noise the night's cells agree on, with each cell's own)"
@@ -111,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
         known = ", ".join(sweeps["sweep_id"]) or "none"
         print(f"sweep {latest!r} is not in {args.history} (known: {known})", file=sys.stderr)
         return 2
-    table, prior = verdicts(tables, latest, s)
-    night = Night(table, latest, s, recommendations.changes(tables, latest), prior)
+    table, priors = verdicts(tables, latest, s)
+    night = Night(table, latest, s, recommendations.changes(tables, latest), priors)
     text = markdown(night)
     sys.stdout.write(text)
     if args.markdown:  # like the other outputs, into a folder made if need be

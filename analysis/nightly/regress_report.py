@@ -10,7 +10,7 @@ import json
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.nightly import recommendations
-from analysis.nightly.judge import FAILING, VERDICTS, YOUNG_NIGHTS
+from analysis.nightly.judge import FAILING, HARMFUL, VERDICTS, YOUNG_NIGHTS, Priors
 from analysis.nightly.noise import MIN_CELLS, NO_PRIOR, Prior
 from analysis.nightly.settings import MIN_NIGHTS, RECENT_TEXT, Settings
 from analysis.nightly.verdicts import COLUMNS
@@ -35,7 +35,8 @@ class Night:
     latest: str
     settings: Settings
     recommendations: pd.DataFrame
-    noise: Prior = NO_PRIOR  # the night-to-night noise the cells share (recent_drop's)
+    # The night-to-night noise the cells share, per series (recent_drop's; judge.fleet_noise).
+    noise: Priors = field(default_factory=dict)
 
 
 SECTIONS = [
@@ -96,8 +97,9 @@ def _rules(s: Settings) -> str:
         f"a change point in the cell's nightly median decode tok/s (E-divisive means over its last {s.nights}"
         f" nights, across engine versions; Student's t p ≤ {s.alpha:g}, a change of at least"
         f" {s.min_change * 100:g}%) that starts a segment within the last {s.window} night(s), or a drop"
-        f" over the last {RECENT_TEXT} nights against the nights before them (one-sided t p ≤"
-        f" {s.recent_alpha:g}, at least {s.min_change * 100:g}%; rule recent_drop)"
+        f" of at least {s.min_change * 100:g}% over the last {RECENT_TEXT} nights against the nights before"
+        f" them, in tok/s or in the accept length or step time that carries half of it (one-sided t p ≤"
+        f" {s.recent_alpha:g} shared among the series tested; rule recent_drop)"
     )
     window = (
         f"the latest night against the median of the previous {s.window} night(s) of the same engine"
@@ -117,17 +119,25 @@ def _rules(s: Settings) -> str:
     )
 
 
-def _noise(prior: Prior) -> str:
+SERIES = {"tps": "tok/s", "accept": "accept length", "step": "step time"}  # HARMFUL's, in words
+
+
+def _noise(priors: Priors, s: Settings) -> str:
     """What the recent-drop test took from the other cells, in one sentence."""
-    if not prior.given:
-        return (
-            "The recent-drop test used each cell's own noise (fewer than"
-            f" {MIN_CELLS} cells with {MIN_NIGHTS} nights or more to share one)."
+    given = {name: prior for name, prior in priors.items() if prior.given}
+    if not given:
+        why = (
+            "noise: own"
+            if s.noise == "own"
+            else f"fewer than {MIN_CELLS} cells with {MIN_NIGHTS} nights or more"
         )
-    return (
-        f"The recent-drop test shared the noise of {prior.cells} cells: night-to-night CV"
-        f" {math.sqrt(prior.s2) * 100:.1f}% of tok/s, worth {prior.df:.0f} nights beside each cell's own."
+        return f"The recent-drop test used each cell's own noise ({why})."
+    shared = ", ".join(
+        f"{SERIES[name]} CV {math.sqrt(prior.s2) * 100:.1f}%"
+        f" ({prior.cells} cells, worth {prior.df:.0f} nights)"
+        for name, prior in given.items()
     )
+    return f"The recent-drop test shared the night-to-night noise of the cells judged with it: {shared}."
 
 
 def _summary(night: Night) -> list[str]:
@@ -139,7 +149,7 @@ def _summary(night: Night) -> list[str]:
         "",
         _rules(s),
         "",
-        _noise(night.noise),
+        _noise(night.noise, s),
         "",
         f"**{counts.get('regressed', 0)} regression(s)**, {counts.get('failed', 0)} failed,"
         f" {counts.get('improved', 0)} improvement(s), {counts.get('unchanged', 0)} unchanged,"
@@ -300,14 +310,15 @@ def _plain(value: Any) -> Any:
 RENAMED = {"config_id": "config", "provenance": "provenance_diff"}
 
 
-def noise_json(prior: Prior) -> dict[str, Any]:
-    """The shared noise: cells it was fitted on (0: none, each cell used its own), its CV in % and
-    what it is worth in nights (the prior's degrees of freedom)."""
-    return {
-        "cells": prior.cells,
-        "cv_pct": math.sqrt(prior.s2) * 100.0 if prior.given else None,
-        "df": prior.df,
-    }
+def noise_json(priors: Priors) -> dict[str, dict[str, Any]]:
+    """The shared noise per series (HARMFUL): cells it was fitted on (0: none, each cell used its
+    own), its CV in % and what it is worth in nights (the prior's degrees of freedom)."""
+
+    def one(prior: Prior) -> dict[str, Any]:
+        return {"cells": prior.cells, "cv_pct": math.sqrt(prior.s2) * 100.0 if prior.given else None,
+                "df": prior.df}  # fmt: skip
+
+    return {name: one(priors.get(name, NO_PRIOR)) for name in HARMFUL}
 
 
 def to_json(night: Night) -> dict[str, Any]:

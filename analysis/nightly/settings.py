@@ -51,10 +51,12 @@ class Settings:
     min_change: float = 0.02
     nights: int = 60
     # Recent-drop rule, beside the change points (rule change_point or either): the last 2 or 3
-    # nights (RECENT_NIGHTS) against the nights before them since the last change point, a drop with
-    # one-sided Student's t p at most `recent_alpha` (each) and at least `min_change`, the variance
-    # moderated by the fleet's (analysis.nightly.noise). A change point needs about 3 nights at a
-    # new level to stand; this test finds most drops a night sooner.
+    # nights (RECENT_NIGHTS) against the nights before them since the last change point, a tok/s
+    # drop of at least `min_change` with one-sided Student's t p at most `recent_alpha` (each k),
+    # shared out among tok/s and, for a speculative cell, its factors accept length and step time
+    # (one that carries half of the drop may decide: its noise alone stands against it); the
+    # variances moderated by the fleet's (analysis.nightly.noise). A change point needs about 3
+    # nights at a new level to stand; this test finds most drops a night or two sooner.
     recent_alpha: float = 0.005
     # change_point: the change-point rule decides, the window rule too while a cell has few nights
     # (analysis.nightly.judge.YOUNG_NIGHTS); window: the window rule alone; either: both, always.

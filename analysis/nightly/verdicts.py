@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.nightly import judge, noise, provenance
+from analysis.nightly import judge, provenance
 from analysis.nightly.changepoint import Comparison
 from analysis.nightly.settings import Settings
 
@@ -89,12 +89,12 @@ def _nights(nights: pd.DataFrame) -> judge.Nights:
 
 
 def _cell(
-    nights: pd.DataFrame, n: judge.Nights, s: Settings, prior: noise.Prior, origins: Origins
+    nights: pd.DataFrame, n: judge.Nights, s: Settings, priors: judge.Priors, origins: Origins
 ) -> dict[str, Any]:
     """The verdict row of one cell, from its nights up to the judged one (the last)."""
     latest = nights.iloc[-1]
     version = latest["engine_version"]
-    v = judge.judge(n, s, prior)
+    v = judge.judge(n, s, priors)
     measured = nights[nights["tps"].notna()]
     earlier = measured[measured["rank"] < latest["rank"]]
     previous = earlier["engine_version"].iloc[-1] if len(earlier) else None
@@ -168,9 +168,9 @@ def _missing(
     )
 
 
-def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> tuple[pd.DataFrame, noise.Prior]:
-    """One row per cell of the latest sweep, or missing from it, with its verdict; the noise prior
-    the cells of the night share."""
+def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> tuple[pd.DataFrame, judge.Priors]:
+    """One row per cell of the latest sweep, or missing from it, with its verdict; the noise the
+    cells of the night share (judge.fleet_noise)."""
     sweeps = tables["sweeps"]
     rank = int(np.flatnonzero(sweeps["sweep_id"] == latest)[0])
     per_night = nightly(sweeps, tables["runs"])
@@ -182,8 +182,8 @@ def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> tuple
         (frame, _nights(frame))
         for _, frame in per_night.merge(now[CELL], on=CELL).groupby(CELL, dropna=False, sort=False)
     ]
-    prior = judge.fleet_noise([n for _, n in judged], s)
-    rows = [_cell(frame, n, s, prior, origins) for frame, n in judged]
+    priors = judge.fleet_noise([n for _, n in judged], s)
+    rows = [_cell(frame, n, s, priors, origins) for frame, n in judged]
     before = per_night[per_night["rank"] < rank]
     missing = _missing(before, now, tables["config_failures"], latest, rank, s, origins)
     parts = [frame for frame in (pd.DataFrame(rows, columns=COLUMNS), missing) if len(frame)]
@@ -192,4 +192,4 @@ def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> tuple
         if parts
         else pd.DataFrame(columns=COLUMNS)
     )
-    return table, prior
+    return table, priors

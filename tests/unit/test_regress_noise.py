@@ -11,7 +11,7 @@ import pytest
 
 from analysis.nightly import noise
 from analysis.nightly.changepoint import t_two_sided_p, ttest
-from analysis.nightly.judge import Nights, fleet_noise
+from analysis.nightly.judge import HARMFUL, Nights, fleet_noise
 from analysis.nightly.recommendations import CHANGES
 from analysis.nightly.regress_report import Night, markdown, to_json
 from analysis.nightly.settings import Settings
@@ -104,21 +104,31 @@ def test_a_moderated_t_test_uses_the_fleet_noise_and_degrees_of_freedom() -> Non
     assert alone.p_value == pytest.approx(t_two_sided_p(0.05 / (0.02 * math.sqrt(2)), 50.0), rel=1e-9)
 
 
-SHARED = "shared the noise of 12 cells: night-to-night CV 1.8% of tok/s, worth 240 nights"
-OWN = "used each cell's own noise (fewer than 3 cells"
+SHARED = (
+    "shared the night-to-night noise of the cells judged with it: tok/s CV 1.8% (12 cells, worth 240"
+    " nights), accept length CV 0.9% (10 cells, worth 200 nights)."
+)
+NONE = {"cells": 0, "cv_pct": None, "df": 0.0}
 
 
 @pytest.mark.parametrize(
-    ("prior", "said", "shared"),
+    ("priors", "s", "said", "shared"),
     [
-        (noise.Prior(0.018**2, 240.0, 12), SHARED, {"cells": 12, "cv_pct": pytest.approx(1.8), "df": 240.0}),
-        (noise.NO_PRIOR, OWN, {"cells": 0, "cv_pct": None, "df": 0.0}),
+        (
+            {"tps": noise.Prior(0.018**2, 240.0, 12), "accept": noise.Prior(0.009**2, 200.0, 10)},
+            Settings(),
+            SHARED,
+            {"tps": {"cells": 12, "cv_pct": pytest.approx(1.8), "df": 240.0},
+             "accept": {"cells": 10, "cv_pct": pytest.approx(0.9), "df": 200.0}, "step": NONE},
+        ),
+        ({}, Settings(), "used each cell's own noise (fewer than 3 cells", dict.fromkeys(HARMFUL, NONE)),
+        ({}, Settings(noise="own"), "used each cell's own noise (noise: own)", dict.fromkeys(HARMFUL, NONE)),
     ],
-)
+)  # fmt: skip
 def test_the_summary_and_the_json_say_what_noise_was_shared(
-    prior: noise.Prior, said: str, shared: dict[str, object]
+    priors: dict[str, noise.Prior], s: Settings, said: str, shared: dict[str, object]
 ) -> None:
-    night = Night(pd.DataFrame(columns=COLUMNS), "n1", Settings(), pd.DataFrame(columns=CHANGES), prior)
+    night = Night(pd.DataFrame(columns=COLUMNS), "n1", s, pd.DataFrame(columns=CHANGES), priors)
     assert said in markdown(night)
     assert to_json(night)["noise"] == shared
 
@@ -130,5 +140,20 @@ def test_noise_own_shares_nothing() -> None:
         for tps in 100.0 * np.exp(rng.normal(0.0, 0.02, (10, 20)))
     ]
     shared = fleet_noise(cells, Settings())
-    assert shared.cells == 10 and math.sqrt(shared.s2) == pytest.approx(0.02, rel=0.2)
-    assert fleet_noise(cells, Settings(noise="own")) is noise.NO_PRIOR
+    assert shared["tps"].cells == 10 and math.sqrt(shared["tps"].s2) == pytest.approx(0.02, rel=0.2)
+    # Without speculation there are no factors to share a noise of.
+    assert not shared["accept"].given and not shared["step"].given
+    assert fleet_noise(cells, Settings(noise="own")) == {}
+
+
+def test_speculative_cells_share_the_noise_of_each_factor_of_tok_s() -> None:
+    rng = np.random.default_rng(4)
+    accept = 2.5 * np.exp(rng.normal(0.0, 0.01, (10, 20)))
+    step = 20.0 * np.exp(rng.normal(0.0, 0.015, (10, 20)))
+    tps = accept / step * 1000.0
+    cells = [Nights(t, a, np.full(20, np.nan), a / t * 1000.0, np.ones(20, dtype=bool))
+             for t, a in zip(tps, accept, strict=True)]  # fmt: skip
+    shared = fleet_noise(cells, Settings())
+    cv = {name: math.sqrt(prior.s2) for name, prior in shared.items()}
+    assert cv == pytest.approx({"tps": math.hypot(0.01, 0.015), "accept": 0.01, "step": 0.015}, rel=0.2)
+    assert {prior.cells for prior in shared.values()} == {10}

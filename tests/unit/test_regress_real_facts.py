@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from analysis.cli import main
+from analysis.nightly.judge import HARMFUL
 from analysis.nightly.settings import Settings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "facts" / "t2probe" / "localhost"
@@ -185,12 +186,14 @@ def test_json_markdown_junit_and_prometheus_carry_the_same_verdicts(tmp_path: Pa
     )
     regressed = {c["config"] for c in report["cells"] if c["verdict"] == "regressed"}
     assert regressed == {"s4"}
-    # The three cells' nights carry the same jitter: the recent-drop test shares their noise.
-    shared = report["noise"]
-    assert shared["cells"] == 3 and 0 < shared["cv_pct"] < 1, shared
+    # The three cells' nights carry the same jitter: the recent-drop test shares their noise of
+    # tok/s. Two of them are speculative, too few to share the noise of accept length and step time.
+    shared = report["noise"]["tps"]
+    assert shared["cells"] == 3 and 0 < shared["cv_pct"] < 1, report["noise"]
+    assert report["noise"]["accept"] == report["noise"]["step"] == {"cells": 0, "cv_pct": None, "df": 0.0}
     markdown = files["md"].read_text()
     assert "**1 regression(s)**" in markdown and "### Regressions (1)" in markdown
-    assert f"shared the noise of 3 cells: night-to-night CV {shared['cv_pct']:.1f}%" in markdown
+    assert f"noise of the cells judged with it: tok/s CV {shared['cv_pct']:.1f}% (3 cells, worth" in markdown
     assert "| localhost | llama_cpp | b0-unknown | gemma-3-270m-q4_k_m.gguf | s4 | 1 |" in markdown, markdown
     junit = ET.parse(files["xml"]).getroot()
     failing = [c.get("name", "").split()[0] for c in junit.iter("testcase") if c.find("failure") is not None]
@@ -232,5 +235,6 @@ def test_noise_own_judges_each_cell_on_its_own_nights(tmp_path: Path) -> None:
     out = tmp_path / "regress.json"
     assert main(["regress", "--history", str(db), "--noise", "own", "--json", str(out)]) == 1
     report = json.loads(out.read_text())
-    assert report["noise"] == {"cells": 0, "cv_pct": None, "df": 0.0} and report["settings"]["noise"] == "own"
+    none = {"cells": 0, "cv_pct": None, "df": 0.0}
+    assert report["noise"] == dict.fromkeys(HARMFUL, none) and report["settings"]["noise"] == "own"
     assert {c["config"] for c in report["cells"] if c["verdict"] == "regressed"} == {"s4"}
