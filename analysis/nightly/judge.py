@@ -199,7 +199,8 @@ def _step(n: Nights, positions: np.ndarray) -> tuple[np.ndarray, str]:
 
 def _logs(n: Nights, positions: np.ndarray) -> dict[str, np.ndarray]:
     """Log tok/s at `positions` and, for a speculative cell whose accept length and step time were
-    measured on all of them, of its two factors (without speculation tok/s is its step time's)."""
+    measured on all of them, of its two factors (without speculation the derived step time is only
+    1 / tok/s: nothing more to test)."""
     logs = {"tps": np.log(n.tps[positions])}
     step, _ = _step(n, positions)
     factors = {"accept": n.accept[positions], "step": step[positions]}
@@ -216,16 +217,15 @@ def cell_noise(n: Nights, s: Settings) -> dict[str, tuple[float, float]]:
         return {}
     logs = _logs(n, positions)
     ends = [0, *(c.index for c in change_points(logs["tps"], s.alpha, s.min_change)), len(positions)]
-    df = len(positions) - len(ends) + 1
+    df = float(len(positions) - len(ends) + 1)
     if not df:
         return {}
-    return {
-        name: (
-            sum(float(((x[a:b] - x[a:b].mean()) ** 2).sum()) for a, b in itertools.pairwise(ends)) / df,
-            df,
-        )
-        for name, x in logs.items()
-    }
+
+    def within(x: np.ndarray) -> float:
+        """Variance around each segment's own mean."""
+        return sum(float(((x[a:b] - x[a:b].mean()) ** 2).sum()) for a, b in itertools.pairwise(ends)) / df
+
+    return {name: (within(x), df) for name, x in logs.items()}
 
 
 def fleet_noise(cells: list[Nights], s: Settings) -> Priors:
