@@ -38,6 +38,11 @@ class Prior:
         """Whether there is a prior (NO_PRIOR has none)."""
         return self.df > 0.0
 
+    @property
+    def cv_pct(self) -> float | None:
+        """The noise as a night-to-night CV in % (the SD of a log series), None without a prior."""
+        return math.sqrt(self.s2) * 100.0 if self.given else None
+
     def moderate(self, s2: float, df: float) -> tuple[float, float]:
         """A cell's variance and degrees of freedom with the prior's added."""
         if not self.given:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.nightly import recommendations
 from analysis.nightly.judge import FAILING, HARMFUL, VERDICTS, YOUNG_NIGHTS, Priors
-from analysis.nightly.noise import MIN_CELLS, NO_PRIOR, Prior
+from analysis.nightly.noise import MIN_CELLS, NO_PRIOR
 from analysis.nightly.settings import MIN_NIGHTS, RECENT_TEXT, Settings
 from analysis.nightly.verdicts import COLUMNS
 
@@ -133,8 +133,7 @@ def _noise(priors: Priors, s: Settings) -> str:
         )
         return f"The recent-drop test used each cell's own noise ({why})."
     shared = ", ".join(
-        f"{SERIES[name]} CV {math.sqrt(prior.s2) * 100:.1f}%"
-        f" ({prior.cells} cells, worth {prior.df:.0f} nights)"
+        f"{SERIES[name]} CV {prior.cv_pct:.1f}% ({prior.cells} cells, worth {prior.df:.0f} nights)"
         for name, prior in given.items()
     )
     return f"The recent-drop test shared the night-to-night noise of the cells judged with it: {shared}."
@@ -313,12 +312,8 @@ RENAMED = {"config_id": "config", "provenance": "provenance_diff"}
 def noise_json(priors: Priors) -> dict[str, dict[str, Any]]:
     """The shared noise per series (HARMFUL): cells it was fitted on (0: none, each cell used its
     own), its CV in % and what it is worth in nights (the prior's degrees of freedom)."""
-
-    def one(prior: Prior) -> dict[str, Any]:
-        return {"cells": prior.cells, "cv_pct": math.sqrt(prior.s2) * 100.0 if prior.given else None,
-                "df": prior.df}  # fmt: skip
-
-    return {name: one(priors.get(name, NO_PRIOR)) for name in HARMFUL}
+    shared = {name: priors.get(name, NO_PRIOR) for name in HARMFUL}
+    return {name: {"cells": p.cells, "cv_pct": p.cv_pct, "df": p.df} for name, p in shared.items()}
 
 
 def to_json(night: Night) -> dict[str, Any]:
