@@ -178,6 +178,8 @@ def jsonl_rows(
                 "run_ok": run_ok,
                 "failed": not run_ok,
                 "cause": None if run_ok else "request_error",
+                "launch_index": 1,  # a JSONL file is one server's output
+                "interfered": False,  # bench_serving records nothing of what else ran
             }
         )
     return rows, problems

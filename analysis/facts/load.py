@@ -25,7 +25,8 @@ RUN_COLUMNS = [
     *COLUMNS, "status", "started_at", "concurrency", "repeat", "duration_s", "n_requests",
     "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "ttft_s", "ttft_p99_s",
     "itl_s", "itl_p99_s", "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
-    "verify_steps", "step_time_ms", "fact_id", "run_index",
+    "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
+    "achieved_concurrency", "interfered",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
@@ -34,16 +35,18 @@ REQUEST_COLUMNS = [
 ]  # fmt: skip
 INT_COLUMNS = [
     *(c for c in COLUMNS if COLUMN_TYPES[c] is int), "concurrency", "repeat", "drafted", "accepted",
-    "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index",
+    "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index", "launch_index",
 ]  # fmt: skip
 FLOAT_COLUMNS = [
     "started_at", "duration_s", "decode_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
-    "accept_length", "accept_rate", "step_time_ms", "e2e_s",
+    "accept_length", "accept_rate", "step_time_ms", "e2e_s", "achieved_concurrency",
 ]  # fmt: skip
-BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed"]
+BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]
 # Few distinct values over many rows: categories keep the frames (and the cache) small.
 # Greedy outputs repeat across configs, so texts are categories too (and compare as codes).
-CATEGORIES = ["path", "sweep_id", "host", "engine", "model", "config_id", "prompt_id", "source", "text"]
+CATEGORIES = [
+    "path", "sweep_id", "host", "engine", "model", "config_id", "prompt_id", "source", "text", "workload",
+]  # fmt: skip
 PARALLEL_MIN = 400  # files to parse before worker processes pay for themselves
 Problems = list[tuple[str, str]]
 

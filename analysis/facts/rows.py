@@ -63,6 +63,7 @@ def _meta(path: str, fact: Fact) -> Row:
         **{name: getattr(config, name) for name in COLUMNS},
         "status": fact.status,
         "started_at": fact.timings.started_at,
+        "launch_index": fact.launch_index,
     }
 
 
@@ -110,6 +111,9 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
             "accept_length": r.spec.accept_length,
             "accept_rate": r.spec.accept_rate,
             "step_time_ms": step_ms[r.concurrency],
+            "workload": r.workload,
+            "achieved_concurrency": r.achieved_concurrency,
+            "interfered": r.interference is not None and r.interference.flagged,
         }
         for i, r in enumerate(fact.runs)
     ]

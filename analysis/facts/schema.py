@@ -104,6 +104,17 @@ class SpecStats(_Part, kw_only=True):
     accept_rate: float | None = None
 
 
+class Interference(_Part, kw_only=True):
+    """What else used the host while one run was measured: a repeat taken beside other work is
+    flagged and counted, not silently averaged in with the quiet ones."""
+
+    load_avg_1m: float | None = None  # over the run, from /proc/loadavg
+    cpu_mhz: float | None = None  # mean current frequency where the kernel exposes it
+    gpu_other_pids: list[int] = msgspec.field(default_factory=list)  # compute apps not ours
+    flagged: bool = False
+    reason: str | None = None  # one phrase for the table when flagged
+
+
 class RequestResult(_Part, kw_only=True):
     """One streamed request as the on-host client measured it."""
 
@@ -125,6 +136,11 @@ class Run(_Part, kw_only=True):
     duration_s: float
     requests: list[RequestResult]
     spec: SpecStats = msgspec.field(default_factory=SpecStats)
+    # The traffic this run sent (a named workload, e.g. chat or code); None: the one prompt set.
+    workload: str | None = None
+    # Time-weighted mean of requests in flight over the measured window (None: not measured).
+    achieved_concurrency: float | None = None
+    interference: Interference | None = None
 
 
 class BenchmarkSettings(_Part, kw_only=True):
@@ -181,6 +197,9 @@ class Fact(_Part, kw_only=True):
     failure: Failure | None = None
     server_info: dict[str, Any] = msgspec.field(default_factory=dict)
     suite: Suite = msgspec.field(default_factory=Suite)
+    # Which launch of this config on this host in this sweep (1-based): a config launched again
+    # (-e launches=N, the baseline measured again at the end) is a new fact, never an overwrite.
+    launch_index: int = 1
     # Required, unlike the writer's other defaults: a document that does not say its version
     # cannot be migrated, and is refused rather than guessed.
     schema_version: int
