@@ -1,4 +1,4 @@
-"""The controller-side fact and plan writer (analysis/record.py) on payloads shaped like the playbook's.
+"""The controller-side fact and plan writer (analysis/facts/record.py) on payloads shaped like the playbook's.
 
 The payload mirrors playbooks/tasks/measure.yml "Sweep | Record ... on the controller" (vars
 specsweep_record). fixtures/llama_bench_output_s1.json is a real `benchmark_output`: what
