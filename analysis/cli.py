@@ -16,6 +16,7 @@ SUBCOMMANDS = {
     "ingest": "nightly.history",
     "regress": "nightly.regress",
     "search": "search.cli",
+    "settings": "sweep.settings_doc",
 }
 
 
