@@ -15,11 +15,13 @@ tests run them, tests/unit/module_runner.py): specsweep_server starts a real lla
 its supervisor, which writes the pid record specsweep_wait reads; the argv is the one the plan
 renders for a baseline config (analysis.sweep.engines, with the llama_server role's defaults). The
 server is held back `--delay` seconds (a python that sleeps, then execs it, keeping its pid) so the
-module is already polling when the server comes up, dies or is stopped. The overhead rows run the
-real `ansible-playbook sweep.yml` (steps 1,2,4 and the baseline: 4 configs) at small settings.
-Run after the demo (it installs the engine and model under ~/.cache/specsweep):
+module is already polling when the server comes up, dies or is stopped (on a loaded machine the
+module's own start can take longer: the hang rows then include it). The overhead rows run the real
+`ansible-playbook sweep.yml` (steps 1,2,4 and the baseline: 4 configs) at small settings (repeats 2
+of 32 tokens, no warm-up) on `--inventory` (default: the repo's, this machine). Run after the demo
+(it installs the engine and model under ~/.cache/specsweep):
 
-    .venv/bin/python bench/spine.py [--repeats 5] [--sweeps 1]
+    .venv/bin/python bench/spine.py [--repeats 5] [--sweeps 1] [--inventory FILE]
 """
 
 from __future__ import annotations
