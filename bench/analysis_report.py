@@ -17,7 +17,7 @@ file (msgspec into plain dicts, on as many processes as the report's loader uses
 checked, no row built, no table and no plot. A cold report is above their sum by what it does
 with the numbers.
 
-    .venv/bin/python bench/analysis_report.py [--files 10000] [--runs 5]
+    .venv/bin/python bench/analysis_report.py [--files 10000] [--runs 5] [--new 200]
 """
 
 from __future__ import annotations
@@ -195,10 +195,11 @@ def main() -> int:
     """Generate, time, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=5, help="timed warm runs (cold: 2)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per warm row (cold: 2, floors: 3 at most)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--prompts", type=int, default=4)
     parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--new", type=int, default=200, help="facts of the new sweep and of those added")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="specsweep-bench-") as tmp:
         root = Path(tmp)
@@ -212,7 +213,7 @@ def main() -> int:
         env = os.environ | {"SPECSWEEP_ANALYSIS_CACHE": str(root / "cache")}
         # As installed: byte-compiled once, even where PYTHONDONTWRITEBYTECODE is set (bench/analysis_ab.py).
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "analysis")], check=True)
-        cold = [cli_seconds([sweep], root / "out", env, "--no-cache") for _ in range(2)]
+        cold = [cli_seconds([sweep], root / "out", env, "--no-cache") for _ in range(min(2, args.runs))]
         cli_seconds([sweep], root / "out", env)  # fills the cache (not timed: a cold run that also writes it)
         warm = [cli_seconds([sweep], root / "out", env) for _ in range(args.runs)]
         plots = len(list((root / "out").glob("*.png")))  # of the fleet alone
@@ -220,16 +221,16 @@ def main() -> int:
         # fleet; then the same number added to the fleet's folder (a resumed or growing sweep).
         night, grown = [], []
         for i in range(args.runs):
-            other = generate(root, 200, args.repeats, args.prompts, args.max_tokens, sweep=f"night{i}")
+            other = generate(root, args.new, args.repeats, args.prompts, args.max_tokens, sweep=f"night{i}")
             night.append(cli_seconds([sweep, other], root / "out", env))
         for i in range(args.runs):
-            generate(root, 200, args.repeats, args.prompts, args.max_tokens, first_host=100 + i)
+            generate(root, args.new, args.repeats, args.prompts, args.max_tokens, first_host=100 + i)
             grown.append(cli_seconds([sweep], root / "out", env))
         os.environ["SPECSWEEP_ANALYSIS_CACHE"] = env["SPECSWEEP_ANALYSIS_CACHE"]
         breakdown = phases(sweep, root / "out-phases")
         # Last: the decode floor imports the loader here, which the phases must pay for themselves.
-        floor_import = [import_seconds(env) for _ in range(3)]
-        floor_decode = [decode_seconds(sweep) for _ in range(3)]
+        floor_import = [import_seconds(env) for _ in range(min(3, args.runs))]
+        floor_decode = [decode_seconds(sweep) for _ in range(min(3, args.runs))]
     load = os.getloadavg()[0]
     shape = f"{args.repeats} repeats x {args.prompts} prompts x {args.max_tokens} tokens, {size:.0f} MB"
     print(
@@ -240,8 +241,8 @@ def main() -> int:
             ("floor: read + JSON-decode every file, nothing else", floor_decode, ""),
             ("report --out, cold (--no-cache: parse all, draw all)", cold, ""),
             ("report --out, warm (nothing changed: cached rows, plots)", warm, "<= 3 s"),
-            ("report --out, warm + a new sweep of 200 facts", night, "<= 3 s"),
-            ("report --out, warm + 200 facts added to the sweep", grown, "<= 3 s")]  # fmt: skip
+            (f"report --out, warm + a new sweep of {args.new} facts", night, "<= 3 s"),
+            (f"report --out, warm + {args.new} facts added to the sweep", grown, "<= 3 s")]  # fmt: skip
     for name, times, target in rows:
         print(f"{name:<58} {len(times):>4} {statistics.median(times):>9.2f} {max(times):>7.2f}  {target}")
     print("\nphases of one warm report, in-process:")
