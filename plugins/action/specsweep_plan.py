@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,10 @@ class ActionModule(ActionBase):
         # `--tags report` alone reports an existing sweep: it names one and writes no plan over its own.
         only_report = selected["report"] and not selected["preflight"]
         ident = self._identity(req, results_dir, only_report)
+        if req["resume"] and req["order_seed"] is None:
+            # A resumed sweep keeps its order (the seed sweep.json recorded; None: it ran in grid order).
+            earlier = json.loads((Path(ident.sweep_dir) / "sweep.json").read_bytes())
+            req.values["order_seed"] = earlier["settings"].get("order_seed")
         built = plan.build(req, hosts, ident, results_dir)
         if built["errors"]:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(built["errors"]))
