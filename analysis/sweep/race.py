@@ -129,3 +129,17 @@ def previous_fact(host_dir: Path, config_id: str) -> Fact | None:
     """The config's latest fact on this host (the one a skipped launch copies)."""
     mine = [f for f in facts(host_dir) if f.config.id == config_id]
     return max(mine, key=lambda f: f.launch_index) if mine else None
+
+
+def relaunched(sweep_dir: Path, hosts: Iterable[str], launches: int) -> str:
+    """The end-of-sweep line naming the finalists' extra launches (after launch `launches`, or a
+    step search's launch 2 of a probe); '' when there were none."""
+    names = [
+        f"{host}/{f.config.id}.launch{f.launch_index}"
+        for host in hosts
+        for f in facts(sweep_dir / host)
+        if f.config.speculative and f.launch_index > launches and f.raced_out is None
+    ]
+    if not names:
+        return ""
+    return f"finalists launched once more before the winner was named: {', '.join(sorted(names))}"

@@ -41,6 +41,7 @@ class ActionModule(ActionBase):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             cli.main(["report", sweep["dir"], *request.sla_options(sweep["settings"])])
         parts = [out.getvalue().rstrip() or err.getvalue().rstrip(), render_summary(root)]
+        parts.append(race.relaunched(root, sweep["hosts"], int(sweep["settings"].get("launches", 1))))
         parts.append(race.saved(root, sweep["hosts"]))
         hostvars = task_vars["hostvars"]
         states = {h: progress.host_state(hostvars[h]) for h in sweep["hosts"]}

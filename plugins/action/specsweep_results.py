@@ -36,7 +36,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     # start: where, index, total, shared, retake, launch, race; fact: where, failed_result, log_tail;
-    # preflight: host_plan, path; unrecorded: where; finalists (this host's grid launches): where.
+    # preflight: host_plan, path; unrecorded: where; finalists (true): where.
     _VALID_ARGS = frozenset(KINDS).union(
         ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path",
          "launch", "race")
@@ -56,7 +56,7 @@ class ActionModule(ActionBase):
             unrecorded = progress.unrecorded(Path(args["where"]["dir"]), args["unrecorded"])
             return {**result, "changed": False, "unrecorded": unrecorded}
         if kinds[0] == "finalists":
-            return {**result, **self._finalists(args)}
+            return {**result, **self._finalists(args, task_vars or {})}
         return {**result, **self._fact(args)}
 
     def _start(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
@@ -104,18 +104,25 @@ class ActionModule(ActionBase):
             say = f"{config_id}: failed in {why.phase}: {why.cause} ({why.message[:200]})"
         return {"changed": True, "status": fact.status, "path": str(path), "specsweep_say": say}
 
-    def _finalists(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The grid's speculative launches -> one more launch of each finalist (from launch 1..N facts)."""
+    def _finalists(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """One more launch of each finalist: the grid's speculative configs (launch N+1) and a step
+        search's probes (launch 2), judged on this host's (or its leader's) launches 1..N."""
         where = args["where"]
-        slots = args["finalists"]
-        if self._task.check_mode or not slots:
+        if self._task.check_mode:
             return {"changed": False, "slots": [], "specsweep_say": ""}
-        last = max(s["launch"] for s in slots)
+        plan = task_vars["specsweep_plan"]
+        launches = int(plan["sweep"]["settings"]["launches"])
+        host_plan = plan["hosts"][where["host"]]
+        entries = enumerate(host_plan["entries"])
+        entry = {e["config"]["id"]: i for i, e in entries if e["config"]["speculative"]}
+        searched = {e["config"]["id"] for e in host_plan["entries"] if e["searched"]}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
-        ids = list(dict.fromkeys(s["id"] for s in slots))
-        chosen = race.finalists(race.samples(race.facts(host_dir), max_launch=last), ids)
-        entry = {s["id"]: s["entry"] for s in slots}
-        out = [{**order.slot(c, last + 1, order.FINALIST, True), "entry": entry[c]} for c in chosen]
+        data = race.samples(race.facts(host_dir), max_launch=launches)
+        chosen = race.finalists(data, list(entry))
+        out = [
+            {**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True), "entry": entry[c]}
+            for c in chosen
+        ]
         say = (
             f"finalists (the best and those within noise of it), launched once more before a winner "
             f"is named: {', '.join(chosen)}"

@@ -103,3 +103,14 @@ def test_launches_are_resumed_and_listed_by_their_own_names(tmp_path: Path) -> N
     states = {"h": "finished"}
     lines = progress.unmeasured(tmp_path, ["h"], configs, {"mode": "replicate"}, states, planned)
     assert lines == ["h: finished; not measured: s1.launch2"]
+
+
+def test_the_end_of_sweep_line_names_the_finalists_launches(tmp_path: Path) -> None:
+    host = tmp_path / "h"
+    write(host, launch(None, [100, 101]), launch(1, [140, 142]), launch(None, [100, 99], k=2))
+    assert race.relaunched(tmp_path, ["h"], 1) == ""  # the baseline's launch 2 is the drift check
+    write(host, launch(1, [139, 141], k=2))
+    assert race.relaunched(tmp_path, ["h"], 1) == (
+        "finalists launched once more before the winner was named: h/s1.launch2"
+    )
+    assert race.relaunched(tmp_path, ["h"], 2) == ""  # launch 2 of 2 is no finalist's
