@@ -8,6 +8,8 @@ from pathlib import Path
 
 import msgspec
 from factories import config, fact, run
+from local_play import run_local_play
+from test_record import run_payload
 
 from analysis.facts.schema import Fact, HostFacts, decode_fact, to_dict
 from analysis.sweep import order, progress, race
@@ -114,3 +116,31 @@ def test_the_end_of_sweep_line_names_the_finalists_launches(tmp_path: Path) -> N
         "finalists launched once more before the winner was named: h/s1.launch2"
     )
     assert race.relaunched(tmp_path, ["h"], 2) == ""  # launch 2 of 2 is no finalist's
+
+
+def test_the_results_action_names_launch_k_and_picks_the_finalists(tmp_path: Path) -> None:
+    host = tmp_path / "localhost"
+    # s1 best, s2 (a step search's probe) within noise of it, s3 clearly slower.
+    write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [139, 143, 138]))
+    write(host, launch(3, [90, 91, 89]))
+    entries = [
+        {"config": {"id": cid, "speculative": cid != "baseline"}, "searched": cid == "s2"}
+        for cid in ("baseline", "s1", "s2", "s3")
+    ]
+    plan = {"sweep": {"settings": {"launches": 1}}, "hosts": {"localhost": {"entries": entries}}}
+    where = {"dir": str(tmp_path), "run_id": "run1", "host": "localhost", "follows": None, "followed": True}
+    proc = run_local_play(tmp_path, [
+        {"specsweep_results": {"fact": run_payload(launch_index="2"), "where": where},
+         "register": "recorded"},
+        {"specsweep_results": {"finalists": True, "where": where}, "vars": {"specsweep_plan": plan},
+         "register": "chosen"},
+        {"ansible.builtin.assert": {"that": [
+            "recorded.specsweep_say == 's1.launch2: recorded'",
+            "chosen.slots | map(attribute='name') == ['s1.launch2', 's2.launch2']",
+            "chosen.slots | map(attribute='entry') == [1, 2]",
+            "chosen.specsweep_say is search('launched once more before a winner is named: s1, s2')",
+        ]}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert decode_fact((host / "s1.launch2.json").read_bytes()).launch_index == 2
+    assert (tmp_path / ".claims" / "run1" / "localhost-s1.launch2.recorded").is_file()
