@@ -3,7 +3,7 @@
 Not a test: numbers, not verdicts. Calibration: a sweep's facts (default: the H200 n-gram sweep in
 /work/shared/gpu-run/captured/h200-ngram, baseline and s1/s2/s4 at concurrency 1, 4 and 16, 3
 repeats each). Each config's true tok/s at a level is its median there; a repeat's noise is the
-pooled within-launch spread of log tok/s of that sweep (one CV for all); each launch adds a
+pooled within-launch spread of log decode tok/s of that sweep (one CV for all); each launch adds a
 launch effect (log-normal, sd given per row: 0 = launches as steady as repeats, 5% and 10% = the
 kind of launch-to-launch moves issue 24 reports). A launch takes the mean time of the facts' launches
 and holds as many GPUs as their hosts had.

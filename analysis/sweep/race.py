@@ -4,7 +4,8 @@ F-race (Birattari et al., irace) drops a candidate as soon as it is significantl
 best, and spends the saved evaluations on the survivors. Here a candidate is a config, an
 evaluation a launch, and "significantly worse" is this: at every concurrency level, the 95%
 interval of the config's tok/s over the best config's (Welch t on log tok/s of every repeat of
-every launch so far, analysis.stats.log_ratio_ci) lies entirely below 0. The comparison is with the
+every launch so far, analysis.stats.log_ratio_ci; a repeat's tok/s is its requests' median decode
+tok/s, as in the report's table) lies entirely below 0. The comparison is with the
 best directly, not two intervals against the baseline: both would share the baseline's noise, and
 the best's own estimate is the one most flattered by noise (the winner's curse), so a config is
 dropped only when it loses to the best's repeats themselves. Without 2 repeats on both sides there
@@ -17,6 +18,7 @@ more before a winner is named.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
@@ -39,13 +41,15 @@ def facts(host_dir: Path) -> list[Fact]:
 
 
 def samples(found: Iterable[Fact], max_launch: int | None = None) -> pd.DataFrame:
-    """tok/s of every good repeat: columns config_id, launch, concurrency, tps."""
+    """Decode tok/s of every good repeat (the median of its requests', the number the table's
+    speedup is of): columns config_id, launch, concurrency, tps."""
     rows = [
-        (f.config.id, f.launch_index, r.concurrency, sum(q.output_tokens for q in r.requests) / r.duration_s)
+        (f.config.id, f.launch_index, r.concurrency, statistics.median(tps))
         for f in found
         if f.status == "ok" and (max_launch is None or f.launch_index <= max_launch)
         for r in f.runs
-        if r.duration_s > 0 and r.requests and not any(q.error for q in r.requests)
+        if not any(q.error for q in r.requests)
+        and (tps := [q.decode_tps for q in r.requests if q.decode_tps is not None and q.decode_tps > 0])
     ]
     return pd.DataFrame(rows, columns=["config_id", "launch", "concurrency", "tps"])
 

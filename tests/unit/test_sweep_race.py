@@ -16,11 +16,8 @@ from analysis.sweep import order, progress, race
 
 
 def launch(cid_steps: int | None, tps: list[float], k: int = 1, concurrency: int = 1) -> Fact:
-    """One launch whose repeats ran at these tok/s (2 requests x 128 tokens each)."""
-    runs = [
-        msgspec.structs.replace(run([50.0, 50.0], repeat=i, concurrency=concurrency), duration_s=256 / t)
-        for i, t in enumerate(tps, 1)
-    ]
+    """One launch whose repeats decoded at these tok/s (2 requests each)."""
+    runs = [run([t, t], repeat=i, concurrency=concurrency) for i, t in enumerate(tps, 1)]
     return msgspec.structs.replace(
         fact(config(cid_steps), runs, host="h"), launch_index=k, host_facts=HostFacts(hostname="h", gpus=[])
     )
