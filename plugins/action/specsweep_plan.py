@@ -100,10 +100,12 @@ class ActionModule(ActionBase):
         # `--tags report` alone reports an existing sweep: it names one and writes no plan over its own.
         only_report = selected["report"] and not selected["preflight"]
         ident = self._identity(req, results_dir, only_report)
-        if req["resume"] and req["order_seed"] is None:
-            # A resumed sweep keeps its order (the seed sweep.json recorded; None: it ran in grid order).
-            earlier = json.loads((Path(ident.sweep_dir) / "sweep.json").read_bytes())
-            req.values["order_seed"] = earlier["settings"].get("order_seed")
+        if req["resume"]:
+            # A resumed sweep keeps its order (the order and seed sweep.json recorded), unless -e says.
+            earlier = json.loads((Path(ident.sweep_dir) / "sweep.json").read_bytes())["settings"]
+            for key in ("order", "order_seed"):
+                if key not in given and key in earlier:
+                    req.values[key] = earlier[key]
         built = plan.build(req, hosts, ident, results_dir)
         if built["errors"]:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(built["errors"]))
