@@ -155,7 +155,7 @@ def estimate(
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
     plans = [h for h in hosts.values() if "order" in h]
-    slots = [s for s in plans[0]["order"] + plans[0]["closing"]] if plans else []
+    slots = plans[0]["order"] + plans[0]["closing"] if plans else []
     own = sum(not s["speculative"] for s in slots)
     if request["search"]:
         shared = -(-spec // n_hosts)
