@@ -82,6 +82,7 @@ def build_fact(payload: dict[str, Any]) -> Fact:
         "server_info": (bench or {}).get("server_info") or {},
         "suite": payload.get("suite") or {},
         "failure": failure and to_dict(failure),
+        "launch_index": int(payload.get("launch_index") or 1),
     }
     return from_dict(Fact, doc)
 

@@ -111,6 +111,7 @@ class Interference(_Part, kw_only=True):
     load_avg_1m: float | None = None  # over the run, from /proc/loadavg
     cpu_mhz: float | None = None  # mean current frequency where the kernel exposes it
     gpu_other_pids: list[int] = msgspec.field(default_factory=list)  # compute apps not ours
+    cpu_other_cores: float | None = None  # mean cores busy with others' processes over the run
     flagged: bool = False
     reason: str | None = None  # one phrase for the table when flagged
 
@@ -200,6 +201,8 @@ class Fact(_Part, kw_only=True):
     # Which launch of this config on this host in this sweep (1-based): a config launched again
     # (-e launches=N, the baseline measured again at the end) is a new fact, never an overwrite.
     launch_index: int = 1
+    # Racing (-e race=true) did not run this launch (status skipped): why the config lost, in words.
+    raced_out: str | None = None
     # Required, unlike the writer's other defaults: a document that does not say its version
     # cannot be migrated, and is refused rather than guessed.
     schema_version: int

@@ -70,4 +70,7 @@ def sweep_request(overrides: Mapping[str, Any] | None, mode: Any = None, plan_on
         )
     grid = {k: v for k, v in settings(overrides).items() if k in BY_NAME}
     now = datetime.datetime.now(datetime.UTC)
-    return {**grid, "mode": "replicate", "sweep_id": now.strftime("nightly-%Y%m%dT%H%M%SZ")}
+    # One launch per config a night: the history holds one fact per (host, config) and night, and its
+    # night-to-night noise already is the launch-to-launch layer (docs/trust.md); -e still wins.
+    once = {"baseline_every": 0, "finalists": False}
+    return {**once, **grid, "mode": "replicate", "sweep_id": now.strftime("nightly-%Y%m%dT%H%M%SZ")}

@@ -50,4 +50,5 @@ def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log
         "suite": run.get("suite") or {},
         "benchmark_output": run.get("benchmark_output"),
         "failure": failure,
+        "launch_index": int(run.get("launch_index") or 1),
     }

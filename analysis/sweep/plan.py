@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from analysis.facts.schema import REDACTED, redact_argv, redact_env
-from analysis.sweep import adaptive
+from analysis.sweep import adaptive, order
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.progress import duration
@@ -56,8 +56,9 @@ def _host_plan(
     hosts: Mapping[str, HostInput],
     request: Request,
     sweep_id: str,
+    seed: int | None,
 ) -> dict[str, Any]:
-    """One host's server, entries and the problems the controller can see."""
+    """One host's server, entries, the order it launches them in and the problems the controller can see."""
     problems: list[str] = []
     engine = ENGINES[host.engine]
     entries = []
@@ -81,12 +82,22 @@ def _host_plan(
         server = {"engine": host.engine}
         problems.append(f"{engine.role}_{exc}" if isinstance(exc, SettingError) else str(exc))
     problems += _follow_problems(host, hosts, request)
+    # A follower runs its leader's order: the same key seeds the same shuffle.
+    grid = [(e["config"]["id"], e["config"]["speculative"]) for e in entries if not e["searched"]]
+    ordered, closing = order.schedule(
+        grid, request["launches"], seed, host.follows or host.name, request["baseline_every"]
+    )
+    position = {e["config"]["id"]: i for i, e in enumerate(entries)}
+    for s in (*ordered, *closing):
+        s["entry"] = position[s["id"]]
     followed = sorted(h.name for h in hosts.values() if h.follows == host.name)
     return {
         "engine": host.engine,
         "role": engine.role,
         "server": server,
         "entries": entries,
+        "order": ordered,
+        "closing": closing,
         "problems": problems,
         "follows": host.follows,
         "followed_by": followed,
@@ -107,8 +118,8 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     leader = hosts.get(host.follows)
     if leader is None or leader.name == host.name or leader.follows is not None:
         why = "another targeted host that follows no one"
-    elif request["mode"] != "replicate" or request["search"]:
-        why = "followed in a plain replicate sweep (no shard mode, no search)"
+    elif request["mode"] != "replicate" or request["search"] or request["race"]:
+        why = "followed in a plain replicate sweep (no shard mode, no search, no race)"
     else:
         return []
     return [
@@ -139,11 +150,20 @@ def estimate(
     configs: list[cfg.Config], hosts: Mapping[str, dict[str, Any]], request: Request, results_dir: Path
 ) -> dict[str, Any]:
     """Launches per host and how long they take: from the last sweep's load and benchmark times, else
-    a bound on loading alone (the health timeout), the benchmarks unknown."""
+    a bound on loading alone (the health timeout), the benchmarks unknown. Every launch counts (each
+    of `launches`, the baseline's again, one finalist at least); a search's probes at most all."""
     spec = sum(c.speculative for c in configs)
-    shared = request["mode"] == "shard" or bool(request["search"])
     n_hosts = max(len(hosts), 1)
-    per_host = len(configs) - spec + (-(-spec // n_hosts) if shared else spec)
+    plans = [h for h in hosts.values() if "order" in h]
+    slots = plans[0]["order"] + plans[0]["closing"] if plans else []
+    own = sum(not s["speculative"] for s in slots)
+    if request["search"]:
+        shared = -(-spec // n_hosts)
+    else:
+        shared = sum(s["speculative"] for s in slots)
+        shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
+    finalists = int(bool(request["finalists"]) and spec > 0 and not request["search"])
+    per_host = own + shared + finalists
     engines = {h["engine"] for h in hosts.values()}
     load, bench = _previous_timings(results_dir, next(iter(engines))) if len(engines) == 1 else (None, None)
     seconds = None
@@ -186,6 +206,7 @@ def build(
         configs += adaptive_configs
         errors += refusals
     errors += _search_problems(request, configs)
+    errors += _race_problems(request)
     missing = sorted(
         {c.env_profile for c in configs} - {cfg.DEFAULT_PROFILE}
         - set.intersection(*(set(h.env_profiles) for h in hosts.values()))
@@ -201,7 +222,11 @@ def build(
         )
     if errors:
         return {"errors": errors}
-    plans = {name: _host_plan(h, configs, hosts, request, identity.sweep_id) for name, h in hosts.items()}
+    seed = request["order_seed"]
+    if request["order"] == "random" and seed is None:
+        seed = order.draw_seed()
+    seed = seed if request["order"] == "random" else None
+    plans = {n: _host_plan(h, configs, hosts, request, identity.sweep_id, seed) for n, h in hosts.items()}
     sweep = {
         "id": identity.sweep_id,
         "dir": identity.sweep_dir,
@@ -210,7 +235,8 @@ def build(
         "git_rev": identity.git_rev,
         "repo": identity.repo,
         "hosts": list(hosts),
-        "settings": dict(request.values),
+        # The seed drawn is recorded as if given: -e order_seed=N replays this order.
+        "settings": {**request.values, "order_seed": seed},
         "configs": [msgspec.to_builtins(c) for c in configs],
         "warnings": warnings,
         "estimate": estimate(configs, plans, request, results_dir),
@@ -250,6 +276,18 @@ def _search_problems(request: Request, configs: list[cfg.Config]) -> list[str]:
     return problems
 
 
+def _race_problems(request: Request) -> list[str]:
+    """Racing stops a config's later launches by comparing it with this host's best so far."""
+    if not request["race"]:
+        return []
+    problems = []
+    if request["launches"] < 2:
+        problems.append("race: needs launches >= 2 (it stops the later launches of a config that lost)")
+    if request["mode"] != "replicate" or request["search"]:
+        problems.append("race: needs mode=replicate without search (each host races its own configs)")
+    return problems
+
+
 def document(plan: dict[str, Any]) -> dict[str, Any]:
     """plan.json: every host's exact argv and env per config, secrets redacted."""
     hosts = {}
@@ -271,6 +309,9 @@ def describe(plan: dict[str, Any]) -> str:
         for entry in hp["entries"]:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(entry["env"].items()))
             lines.append(f"  {entry['config']['id']}: {env + ' ' if env else ''}{shlex.join(entry['argv'])}")
+        launches = [s["name"] for s in hp.get("order", []) + hp.get("closing", [])]
+        if launches != [e["config"]["id"] for e in hp["entries"] if not e["searched"]]:
+            lines.append(f"  order: {', '.join(launches)}")
     return "\n".join(lines)
 
 
@@ -279,7 +320,10 @@ def summary(sweep: Mapping[str, Any]) -> str:
     ids = [c["id"] for c in sweep["configs"]]
     shown = ", ".join(ids) if len(ids) <= 8 else f"{', '.join(ids[:6])}, ... {ids[-1]}"
     est = sweep["estimate"]
+    seed = sweep["settings"].get("order_seed")
+    ordered = f"random order (order_seed={seed})" if seed is not None else "grid order"
     return (
         f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}, "
-        f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}"
+        f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}; "
+        f"{ordered}"
     )

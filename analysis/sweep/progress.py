@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.sweep import claims
+from analysis.facts.record import write_json_atomic
+from analysis.sweep import claims, order, race
 
 
 def _status(path: Path) -> str | None:
@@ -25,9 +26,10 @@ def _status(path: Path) -> str | None:
         return None
 
 
-def measured(sweep_dir: Path, config_id: str, host: str | None) -> bool:
-    """True when the sweep folder holds an ok fact of this config (on `host`, or on any host)."""
-    return any(_status(p) == "ok" for p in sweep_dir.glob(f"{host or '*'}/{config_id}.json"))
+def measured(sweep_dir: Path, name: str, host: str | None) -> bool:
+    """True when the sweep folder holds an ok fact of this launch (fact name: config id, or
+    `<id>.launch<k>`) on `host`, or on any host, or the record that racing skipped it."""
+    return any(_status(p) in ("ok", "skipped") for p in sweep_dir.glob(f"{host or '*'}/{name}.json"))
 
 
 def unrecorded(sweep_dir: Path, config_ids: Iterable[str]) -> list[str]:
@@ -51,7 +53,7 @@ class Done:
             try:
                 fact = json.loads(path.read_bytes())
                 timings = fact["timings"]
-                if timings["started_at"] < since:
+                if timings["started_at"] < since or fact.get("status") == "skipped":
                     continue
                 durations.append(timings["finished_at"] - timings["started_at"])
                 failed += fact.get("status") == "failed"
@@ -73,7 +75,8 @@ def duration(seconds: float) -> str:
 
 
 def progress_line(index: int, total: int, config_id: str, state: str, done: Done) -> str:
-    """`config 3/5 s2: launching; 2 measured here (0 failed); ETA 4 min`."""
+    """`config 3/5 s2: launching; 2 measured here (0 failed); ETA 4 min` (a config's later
+    launches are named `s2.launch2`; every launch counts)."""
     eta = ""
     if done.durations and state.startswith("launching"):
         left = total - index
@@ -93,6 +96,8 @@ def start(
     since: float,
     lost: Collection[str] = (),
     retake: bool = False,
+    launch: int = 1,
+    race: bool = False,
 ) -> dict[str, Any]:
     """Whether this host measures the config now (`measure`), waits for another host's claim of it
     (`wait`), and the line that says so.
@@ -102,17 +107,22 @@ def start(
     shared: shard mode, the first host to claim a config measures it; a claim of a host in `lost`
     (it left the run) is taken over. retake: the pass after a host's own configs, which measures
     what lost hosts had claimed and waits while live ones are still measuring theirs.
+    launch: which launch of the config this is (its fact and its claim are named for it).
+    race: a launch >= 2 of a config that lost to this host's best so far is not run (analysis.sweep.race).
     """
     root = Path(where["dir"])
     leader = where.get("follows") or where["host"]
-    folder = root / ".claims" / where["run_id"] / config_id
+    name = order.fact_name(config_id, launch)
+    folder = root / ".claims" / where["run_id"] / name
     holder = claims.owner(folder) if shared else None
     wait = False
-    if measured(root, config_id, None if shared else leader) or (
-        retake and not unrecorded(root, [config_id])
-    ):
+    why = race_reason(root / leader, config_id) if race and launch >= 2 and not where.get("follows") else None
+    if measured(root, name, None if shared else leader) or (retake and not unrecorded(root, [name])):
         state = "measured already, skipped"
-    elif shared and not claims.take(folder, {"config_id": config_id, "host": where["host"]}, lost):
+    elif why:
+        state = f"raced out ({why}), not launched"
+        _record_raced(root / leader, config_id, launch, why)
+    elif shared and not claims.take(folder, {"config_id": name, "host": where["host"]}, lost):
         state, wait = "taken by another host", retake
     elif holder in lost:
         state = f"launching (taking over from {holder}, which left the run)"
@@ -121,9 +131,7 @@ def start(
     done = Done.read(root / where["host"], since)
     # The pass for lost hosts' claims says only what it takes over.
     say = (
-        progress_line(index, total, config_id, state, done)
-        if state.startswith("launching") or not retake
-        else ""
+        progress_line(index, total, name, state, done) if state.startswith("launching") or not retake else ""
     )
     return {
         "measure": state.startswith("launching"),
@@ -131,6 +139,19 @@ def start(
         "started_at": time.time(),
         "specsweep_say": say,
     }
+
+
+def race_reason(host_dir: Path, config_id: str) -> str | None:
+    """Why racing stops this config's further launches on this host (None: it goes on)."""
+    return race.raced_out(race.samples(race.facts(host_dir)), config_id)
+
+
+def _record_raced(host_dir: Path, config_id: str, launch: int, why: str) -> None:
+    """The launch racing did not run, on disk as its own (skipped) fact: resume passes it by."""
+    previous = race.previous_fact(host_dir, config_id)
+    if previous is not None:
+        doc = race.skipped_fact(previous, launch, why, time.time())
+        write_json_atomic(host_dir / f"{order.fact_name(config_id, launch)}.json", doc)
 
 
 def host_state(host_vars: Mapping[str, Any]) -> str:
@@ -153,20 +174,22 @@ def host_state(host_vars: Mapping[str, Any]) -> str:
 
 def unmeasured(
     sweep_dir: Path, hosts: Sequence[str], configs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
-    states: Mapping[str, str],
+    states: Mapping[str, str], launches: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
 ) -> list[str]:  # fmt: skip
     """'host: state; not measured: a, b' for each host that did not finish or left configs without a fact.
 
     Failed configs have a fact (and are reported as failures); this is what no fact records:
     hosts lost before or during the sweep (named even when other hosts measured their share).
     Shard mode and searches expect only each host's baselines; a shard config no host measured is
-    listed under '(shard)'.
+    listed under '(shard)'. launches: each host's planned launches (its order and closing, fact
+    `name` and `speculative`); without them each config's first launch is expected.
     """
     present = {(p.parent.name, p.stem) for p in sweep_dir.glob("*/*.json")}
     shared = settings.get("mode") == "shard" or bool(settings.get("search"))
     lines = []
     for host in hosts:
-        expected = [c["id"] for c in configs if not (shared and c["speculative"])]
+        planned = (launches or {}).get(host) or [{"name": c["id"], **c} for c in configs]
+        expected = [s["name"] for s in planned if not (shared and s["speculative"])]
         missing = [cid for cid in expected if (host, cid) not in present]
         state = states.get(host, "not reached")
         if missing or state != "finished":

@@ -78,6 +78,11 @@ def one_int(name: str, value: Any, minimum: int = 1) -> int:
     return numbers[0]
 
 
+def optional_int(name: str, value: Any) -> int | None:
+    """One whole number >= 0, or None when not given."""
+    return None if value is None or value == "" else one_int(name, value, 0)
+
+
 def some_ints(name: str, value: Any) -> list[int]:
     """One or more whole numbers >= 1."""
     numbers = int_list(name, value)
@@ -96,6 +101,11 @@ def boolean(name: str, value: Any) -> bool:
     if text in ("false", "no", "off", "0"):
         return False
     raise RequestError(f"{name}: expected true or false, got {value!r}")
+
+
+def optional_bool(name: str, value: Any) -> bool | None:
+    """A boolean, or None when not given (the plan decides)."""
+    return None if value is None or value == "" else boolean(name, value)
 
 
 def names(name: str, value: Any) -> list[str]:
@@ -179,6 +189,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("repeats", lambda n, v: one_int(n, v), 3, "measured repeats of the prompt set per level"),
     Setting("warmup", lambda n, v: one_int(n, v, 0), 1, "unmeasured warm-up requests per launch"),
     Setting("max_tokens", lambda n, v: one_int(n, v), 96, "tokens generated per request (EOS ignored)"),
+    # Launches, order and racing (docs/trust.md).
+    Setting("launches", lambda n, v: one_int(n, v), 1, "launches of each config (each its own fact)"),
+    Setting("order", choice("random", "grid"), "random", "random: seeded shuffle per host; grid: as listed"),
+    Setting("order_seed", optional_int, None, "the shuffle's seed (replays an order); empty = drawn"),
+    Setting(
+        "baseline_every",
+        lambda n, v: one_int(n, v, 0),
+        10,
+        "the baseline again after every K other launches and at the end; 0 = never again",
+    ),
+    Setting("race", boolean, False, "stop launching a config significantly slower than the best"),
+    Setting(
+        "finalists",
+        optional_bool,
+        None,
+        "launch the best and those within noise once more at the end; empty = when launches=1",
+    ),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     # How the fleet shares the work.
@@ -247,6 +274,10 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
             values[setting.name] = setting.parse(setting.name, raw)
         except RequestError as exc:
             errors.append(str(exc))
+    if values.get("finalists") is None and "launches" in values:
+        # One launch: the finalists' second launch is the only launch-to-launch check the winner gets;
+        # with several, every config has that evidence already (docs/trust.md).
+        values["finalists"] = values["launches"] == 1
     if values.get("search") and values.get("steps_range"):
         values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
     return Request(values, errors)

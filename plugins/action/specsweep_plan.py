@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,12 @@ class ActionModule(ActionBase):
         # `--tags report` alone reports an existing sweep: it names one and writes no plan over its own.
         only_report = selected["report"] and not selected["preflight"]
         ident = self._identity(req, results_dir, only_report)
+        if req["resume"]:
+            # A resumed sweep keeps its order (the order and seed sweep.json recorded), unless -e says.
+            earlier = json.loads((Path(ident.sweep_dir) / "sweep.json").read_bytes())["settings"]
+            for key in ("order", "order_seed"):
+                if key not in given and key in earlier:
+                    req.values[key] = earlier[key]
         built = plan.build(req, hosts, ident, results_dir)
         if built["errors"]:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(built["errors"]))

@@ -18,7 +18,7 @@ from ansible.plugins.action import ActionBase
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis import cli
 from analysis.search.state import render_summary
-from analysis.sweep import progress, request
+from analysis.sweep import progress, race, request
 
 
 class ActionModule(ActionBase):
@@ -41,6 +41,8 @@ class ActionModule(ActionBase):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             cli.main(["report", sweep["dir"], *request.sla_options(sweep["settings"])])
         parts = [out.getvalue().rstrip() or err.getvalue().rstrip(), render_summary(root)]
+        parts.append(race.relaunched(root, sweep["hosts"], int(sweep["settings"].get("launches", 1))))
+        parts.append(race.saved(root, sweep["hosts"]))
         hostvars = task_vars["hostvars"]
         states = {h: progress.host_state(hostvars[h]) for h in sweep["hosts"]}
         failures = progress.failed_configs(root, sweep["hosts"])
@@ -48,7 +50,8 @@ class ActionModule(ActionBase):
         if plan["phases"]["sweep"]:
             # Followers record no facts of their own: their leader's cover them.
             leaders = [h for h in sweep["hosts"] if not plan["hosts"][h].get("follows")]
-            lines += progress.unmeasured(root, leaders, sweep["configs"], sweep["settings"], states)
+            planned = {h: plan["hosts"][h]["order"] + plan["hosts"][h]["closing"] for h in leaders}
+            lines += progress.unmeasured(root, leaders, sweep["configs"], sweep["settings"], states, planned)
         else:
             # `--tags report` of an earlier sweep shows it; only a run that measured is judged.
             parts += [f"earlier runs: {line}" for line in lines]

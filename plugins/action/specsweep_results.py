@@ -5,7 +5,8 @@ AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
 - start: whether this host measures a config now (resume, shard claims) and its progress line;
 - fact: write one (host, config) fact, from what the config's tasks registered;
 - preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json);
-- unrecorded: which of these configs no host has a fact of yet (shard mode's last pass).
+- unrecorded: which of these launches no host has a fact of yet (shard mode's last pass);
+- finalists: which configs to launch once more before a winner is named (analysis.sweep.race).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts import record
-from analysis.sweep import lease, outcome, progress
+from analysis.sweep import lease, order, outcome, progress, race
 
-KINDS = ("start", "fact", "preflight", "unrecorded")
+KINDS = ("start", "fact", "preflight", "unrecorded", "finalists")
 
 
 def plain(value: Any) -> Any:
@@ -34,11 +35,12 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    # start: where, index, total, shared, retake; fact: where, failed_result, log_tail;
-    # preflight: host_plan, path; unrecorded: where.
+    # start: where, index, total, shared, retake, launch, race; fact: where, failed_result, log_tail;
+    # preflight: host_plan, path; unrecorded: where; finalists (true): where.
     _VALID_ARGS = frozenset(KINDS).union(
-        ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path")
-    )
+        ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path",
+         "launch", "race")
+    )  # fmt: skip
 
     def run(self, tmp: str | None = None, task_vars: dict[str, Any] | None = None) -> dict[str, Any]:
         result = super().run(tmp, task_vars)
@@ -53,6 +55,8 @@ class ActionModule(ActionBase):
         if kinds[0] == "unrecorded":
             unrecorded = progress.unrecorded(Path(args["where"]["dir"]), args["unrecorded"])
             return {**result, "changed": False, "unrecorded": unrecorded}
+        if kinds[0] == "finalists":
+            return {**result, **self._finalists(args, task_vars or {})}
         return {**result, **self._fact(args)}
 
     def _start(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
@@ -64,6 +68,7 @@ class ActionModule(ActionBase):
         started = progress.start(
             args["where"], args["start"]["id"], int(args["index"]), int(args["total"]), bool(args["shared"]),
             since=float(sweep["run_started_at"]), lost=lost, retake=bool(args.get("retake")),
+            launch=int(args.get("launch") or 1), race=bool(args.get("race")),
         )  # fmt: skip
         # A host waiting here for another host's claim keeps its lease (analysis.sweep.lease).
         if started.get("wait") and (
@@ -80,7 +85,8 @@ class ActionModule(ActionBase):
         if where.get("follows"):
             # A follower records nothing of its own: its leader's facts cover it.
             return {"changed": False, "status": "followed"}
-        path = Path(where["dir"], where["host"], f"{config_id}.json")
+        launch = int(args["fact"].get("launch_index") or 1)
+        path = Path(where["dir"], where["host"], f"{order.fact_name(config_id, launch)}.json")
         built = outcome.payload(args["fact"], args.get("failed_result"), args.get("log_tail") or [])
         try:
             fact = record.write_fact(built, path)
@@ -88,14 +94,42 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(f"{path}: not a valid fact: {exc}") from None  # the message says it all
         if where.get("followed"):
             # This run's marker (an earlier run's fact must not release the followers).
-            marker = Path(where["dir"], ".claims", where["run_id"], f"{where['host']}-{config_id}.recorded")
+            name = f"{where['host']}-{order.fact_name(config_id, launch)}.recorded"
+            marker = Path(where["dir"], ".claims", where["run_id"], name)
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
-        say = f"{config_id}: recorded"
+        say = f"{order.fact_name(config_id, launch)}: recorded"
         if fact.failure is not None:
             why = fact.failure
             say = f"{config_id}: failed in {why.phase}: {why.cause} ({why.message[:200]})"
         return {"changed": True, "status": fact.status, "path": str(path), "specsweep_say": say}
+
+    def _finalists(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """One more launch of each finalist: the grid's speculative configs (launch N+1) and a step
+        search's probes (launch 2), judged on this host's (or its leader's) launches 1..N."""
+        where = args["where"]
+        if self._task.check_mode:
+            return {"changed": False, "slots": [], "specsweep_say": ""}
+        plan = task_vars["specsweep_plan"]
+        launches = int(plan["sweep"]["settings"]["launches"])
+        host_plan = plan["hosts"][where["host"]]
+        entries = enumerate(host_plan["entries"])
+        entry = {e["config"]["id"]: i for i, e in entries if e["config"]["speculative"]}
+        searched = {e["config"]["id"] for e in host_plan["entries"] if e["searched"]}
+        host_dir = Path(where["dir"], where.get("follows") or where["host"])
+        data = race.samples(race.facts(host_dir), max_launch=launches)
+        chosen = race.finalists(data, list(entry))
+        out = [
+            {**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True), "entry": entry[c]}
+            for c in chosen
+        ]
+        say = (
+            f"finalists (the best and those within noise of it), launched once more before a winner "
+            f"is named: {', '.join(chosen)}"
+            if chosen
+            else ""
+        )
+        return {"changed": False, "slots": out, "specsweep_say": say}
 
     def _preflight(self, args: dict[str, Any]) -> dict[str, Any]:
         host_plan = args["host_plan"]

@@ -27,6 +27,11 @@ WHEELHOUSE = REPO / ".cache" / "wheels"
 TEST_PROMPTS = REPO / "tests" / "integration" / "prompts" / "short.jsonl"
 
 
+# One launch per config in grid order, as these tests were written for (later -e wins): each
+# launch costs CI time; test_sweep_trust.py runs the launches, the shuffle and the baseline again.
+ONE_LAUNCH_EACH = ("-e", "order=grid", "-e", "baseline_every=0", "-e", "finalists=false")
+
+
 @dataclass
 class SweepRun:
     """One finished ansible-playbook run and where it wrote its results."""
@@ -58,7 +63,7 @@ def playbook_argv(inventory: Path, results: Path, *extra: str) -> list[str]:
     """The ansible-playbook command line for a sweep with results under `results`."""
     return [
         str(Path(sys.executable).parent / "ansible-playbook"), "sweep.yml", "-i", str(inventory),
-        "-e", f"results_dir={results}", *extra,
+        "-e", f"results_dir={results}", *ONE_LAUNCH_EACH, *extra,
     ]  # fmt: skip
 
 

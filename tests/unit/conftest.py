@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+
+# The benchmark client's scripts import each other as they sit side by side on a host.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "roles" / "benchmark" / "files"))
 
 
 @pytest.fixture(autouse=True)

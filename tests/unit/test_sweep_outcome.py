@@ -80,6 +80,7 @@ def test_a_config_that_ran_becomes_an_ok_fact() -> None:
         "suite": {"git_rev": "abc123"},
         "benchmark_output": BENCH,
         "failure": None,
+        "launch_index": 1,  # the playbook's slot says which launch; none: the first
     }
     fact = record.build_fact(outcome.payload(run(), None, []))
     assert (fact.status, fact.config.id, fact.engine.launcher, fact.timings.load_s) == (
@@ -93,6 +94,8 @@ def test_a_config_that_ran_becomes_an_ok_fact() -> None:
 def test_the_hosts_own_engine_version_wins_over_the_roles_pin() -> None:
     reported = run(preflight={"version": "0.5.23", "host_facts": HOST_FACTS})
     assert outcome.payload(reported, None, [])["engine"]["version"] == "0.5.23"
+    # Launch k >= 2 of a config: its fact says which (the file name follows, in specsweep_results).
+    assert record.build_fact(outcome.payload({**run(), "launch_index": "3"}, None, [])).launch_index == 3
 
 
 def test_a_launch_that_failed_becomes_a_failed_fact_with_its_phase_and_log(tmp_path: Path) -> None:

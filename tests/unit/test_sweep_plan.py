@@ -47,8 +47,14 @@ IDENTITY = plan.Identity(
 )
 
 
+# A launch per config in grid order, as before launches/order/finalists existed: the tests of the
+# estimate's arithmetic count configs; test_sweep_order.py counts what those settings add.
+ONE_LAUNCH_EACH = {"order": "grid", "baseline_every": 0, "finalists": False}
+
+
 def build(hosts: list[plan.HostInput], results_dir: Path, **given: Any) -> dict[str, Any]:
     """The plan of `given` (as typed after -e); fails the test when it is refused."""
+    given = {**ONE_LAUNCH_EACH, **given}
     built = plan.build(request.read(given), {h.name: h for h in hosts}, IDENTITY, results_dir)
     assert built["errors"] == [], built["errors"]
     return built
@@ -97,7 +103,7 @@ def test_a_host_receives_its_server_entries_and_lock(tmp_path: Path) -> None:
         "id": "sw", "dir": "/results/sw", "run_id": "r1", "run_started_at": 5.0, "git_rev": "abc123",
         "repo": "/repo", "hosts": ["h0"],
     }  # fmt: skip
-    assert sweep["settings"] == request.read({"steps": "1,2", "concurrency": "1,4"}).values
+    assert sweep["settings"] == request.read({**ONE_LAUNCH_EACH, "steps": "1,2", "concurrency": "1,4"}).values
 
 
 def test_a_setting_a_host_cannot_render_is_its_problem_named_by_role_variable(tmp_path: Path) -> None:
@@ -236,7 +242,7 @@ def test_the_summary_names_configs_hosts_time_and_folder(tmp_path: Path) -> None
     built = build([llama("a"), llama("b")], tmp_path, steps="1,2")
     assert plan.summary(built["sweep"]) == (
         "sweep sw: 3 config(s) (baseline, s1, s2) on a, b, 3 launch(es) per host, loading up to 6 min "
-        "(health timeout; no earlier sweep to time) + benchmarks; results in /results/sw"
+        "(health timeout; no earlier sweep to time) + benchmarks; results in /results/sw; grid order"
     )
 
 

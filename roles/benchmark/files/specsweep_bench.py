@@ -16,6 +16,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import specsweep_interference  # beside this script on the host (the benchmark role copies both)
+
 CLIENT = "specsweep-bench/1"
 DONE = object()  # the SSE `data: [DONE]` terminator
 Doc = dict[str, Any]
@@ -344,10 +346,13 @@ def main(argv: list[str] | None = None) -> int:
         prompt = prompts[i % len(prompts)]
         client.complete(prompt["id"], prompt["prompt"], args.max_tokens)
     runs: list[Doc] = []
+    watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     for conc in args.concurrency:
         for repeat in range(1, args.repeats + 1):
             progress(f"repeat {repeat}/{args.repeats} at concurrency {conc}")
+            watch.begin()
             run = {"repeat": repeat, **run_once(client, prompts, args.max_tokens, conc)}
+            run["interference"] = watch.end()
             if all(r["error"] for r in run["requests"]):
                 # Nothing came back: the caller records this cause instead of numbers.
                 cause = run["requests"][0]["error"]

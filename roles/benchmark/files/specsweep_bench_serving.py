@@ -37,8 +37,10 @@ import os
 import random
 import subprocess
 import sys
+import urllib.parse
 from typing import Any
 
+import specsweep_interference
 from specsweep_bench import add_measurement_options, emit, load_prompts, progress, sglang_server_facts
 
 CLIENT = "sglang.bench_serving"
@@ -241,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     aggregates: list[Doc] = []
     last: Doc = {}
     warmup = args.warmup  # once per config, like specsweep_bench.py
+    watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     for conc in args.concurrency:
         for repeat in range(1, args.repeats + 1):
             where = f"concurrency {conc}, repeat {repeat}"
@@ -248,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
             cmd = bench_argv(args.sglang_python, args.url, dataset, len(prompts), args.max_tokens, conc,
                              warmup, args.jsonl, args.extra_arg)  # fmt: skip
             rounds = math.ceil((len(prompts) + warmup) / conc)
+            watch.begin()  # bench_serving runs in the client's process group: its CPU is ours
             try:
                 run_bench(cmd, env, STARTUP_S + args.timeout_s * rounds, log, where)
                 lines = read_lines(args.jsonl)
@@ -264,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 emit({"error": error, "runs": runs}, args.output)
                 return 1
             warmup = 0
+            run["interference"] = watch.end()
             runs.append(run)
             aggregates.append(numbers)
     version, info = sglang_server_facts(last.get("server_info"))

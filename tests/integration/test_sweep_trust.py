@@ -1,0 +1,44 @@
+"""Launches, the seeded order and the baseline again, end to end on one SSH host with llama-server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis.facts.schema import load_fact
+from analysis.sweep import order
+
+
+def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end(
+    sweep_inventory: Path, run_sweep
+) -> None:
+    # Seed 1 on sshost1 runs s1, baseline, ...: not the grid's order, and not the baseline first.
+    run = run_sweep(
+        sweep_inventory, "--limit", "sshost1", "-e", "steps=1", "-e", "launches=2", "-e", "order=random",
+        "-e", "order_seed=1", "-e", "baseline_every=10", "-e", "repeats=2", "-e", "max_tokens=16",
+        "-e", "warmup=0",
+    )  # fmt: skip
+    assert run.proc.returncode == 0, run.output[-4000:]
+    sweep = json.loads((run.sweep_dir / "sweep.json").read_text())
+    assert sweep["settings"]["order_seed"] == 1 and sweep["settings"]["launches"] == 2
+    host_plan = json.loads((run.sweep_dir / "plan.json").read_text())["hosts"]["sshost1"]
+    planned = [s["name"] for s in host_plan["order"] + host_plan["closing"]]
+    first, closing = order.schedule([("baseline", False), ("s1", True)], 2, 1, "sshost1", 10)
+    assert planned == [s["name"] for s in first + closing]
+    assert planned[:2] == ["s1", "baseline"] and planned[-1] == "baseline.launch3"
+
+    facts = {p.stem: load_fact(json.loads(p.read_text())) for p in (run.sweep_dir / "sshost1").glob("*.json")}
+    # Two facts per config, the baseline's third at the end; each names its launch.
+    assert sorted(facts) == sorted(planned), sorted(facts)
+    assert all(f.status == "ok" and len(f.runs) == 2 for f in facts.values()), facts
+    assert {name: f.launch_index for name, f in facts.items()} == {s: order.parse_name(s)[1] for s in planned}
+    # They were measured in the planned order, the baseline again last.
+    measured = sorted(facts, key=lambda name: facts[name].timings.started_at)
+    assert measured == planned
+    # Every run says what else used the host while it was measured (no GPU here: no GPU pids).
+    for fact in facts.values():
+        for r in fact.runs:
+            assert r.interference is not None and r.interference.load_avg_1m is not None
+            assert r.interference.gpu_other_pids == []
+    last = "config 5/5 baseline.launch3: launching; 4 measured here (0 failed)"
+    assert last in run.output, run.output[-3000:]

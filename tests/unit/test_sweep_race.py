@@ -1,0 +1,143 @@
+"""Racing and finalists (analysis.sweep.race) and how a sweep's start uses them (analysis.sweep.progress):
+a launch of a config that lost to the best is not run, recorded as a skipped fact, and resume passes it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+from factories import config, fact, run
+from local_play import run_local_play
+from test_record import run_payload
+
+from analysis.facts.schema import Fact, HostFacts, decode_fact, to_dict
+from analysis.sweep import order, progress, race
+
+
+def launch(cid_steps: int | None, tps: list[float], k: int = 1, concurrency: int = 1) -> Fact:
+    """One launch whose repeats decoded at these tok/s (2 requests each)."""
+    runs = [run([t, t], repeat=i, concurrency=concurrency) for i, t in enumerate(tps, 1)]
+    return msgspec.structs.replace(
+        fact(config(cid_steps), runs, host="h"), launch_index=k, host_facts=HostFacts(hostname="h", gpus=[])
+    )
+
+
+def write(host_dir: Path, *facts: Fact) -> None:
+    host_dir.mkdir(parents=True, exist_ok=True)
+    for f in facts:
+        (host_dir / f"{order.fact_name(f.config.id, f.launch_index)}.json").write_text(json.dumps(to_dict(f)))
+
+
+def test_a_config_clearly_slower_than_the_best_is_raced_out() -> None:
+    data = race.samples([
+        launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [90, 91, 89]),
+        launch(3, [139, 150, 128]),
+    ])  # fmt: skip
+    assert race.raced_out(data, "s1") is None  # the best
+    why = race.raced_out(data, "s2")
+    assert why is not None and why.startswith("c=1: -36.") and why.endswith("vs s1")
+    assert race.raced_out(data, "s3") is None  # within noise of the best
+    assert race.raced_out(data, "baseline") is not None  # the rule holds for it too; the sweep never asks
+    assert race.finalists(data, ["s1", "s2", "s3"]) == ["s1", "s3"]
+
+
+def test_no_interval_no_race_and_a_level_it_may_win_keeps_it() -> None:
+    one_repeat = race.samples([launch(1, [140, 141]), launch(2, [90])])
+    assert race.raced_out(one_repeat, "s2") is None
+    # Slower at concurrency 1, the best at 4: it may still win there.
+    both = race.samples([
+        launch(1, [140, 141, 142]), launch(2, [90, 91, 92]),
+        launch(1, [300, 301, 302], concurrency=4), launch(2, [400, 401, 399], concurrency=4),
+    ])  # fmt: skip
+    assert race.raced_out(both, "s2") is None
+    assert race.raced_out(race.samples([]), "s2") is None
+    assert race.finalists(race.samples([]), ["s1"]) == []
+
+
+def start(sweep: Path, config_id: str, k: int, race_on: bool = True) -> dict:
+    where = {"dir": str(sweep), "run_id": "r1", "host": "h", "follows": None}
+    return progress.start(where, config_id, 3, 7, False, 0.0, launch=k, race=race_on)
+
+
+def test_a_raced_launch_is_not_run_but_recorded_and_resume_passes_it(tmp_path: Path) -> None:
+    host = tmp_path / "h"
+    write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [90, 91, 89]))
+    (host / "s2.json").unlink()
+    assert start(tmp_path, "s2", 1)["measure"] is True  # launch 1 is never raced
+    write(host, launch(2, [90, 91, 89]))
+    assert start(tmp_path, "s2", 2, race_on=False)["measure"] is True
+    assert start(tmp_path, "s1", 2)["measure"] is True  # the best goes on
+    raced = start(tmp_path, "s2", 2)
+    assert raced["measure"] is False
+    assert raced["specsweep_say"].startswith("config 4/7 s2.launch2: raced out (c=1: -36.")
+    skipped = decode_fact((host / "s2.launch2.json").read_bytes())
+    assert (skipped.status, skipped.launch_index, skipped.runs) == ("skipped", 2, [])
+    assert skipped.raced_out is not None and skipped.config.id == "s2"
+    # A resumed run does not launch it either, raced or not now.
+    assert start(tmp_path, "s2", 2, race_on=False)["specsweep_say"].endswith(
+        "s2.launch2: measured already, skipped; 3 measured here (0 failed)"
+    )
+
+
+def test_the_end_of_sweep_line_counts_the_launches_racing_saved(tmp_path: Path) -> None:
+    host = tmp_path / "h"
+    assert race.saved(tmp_path, ["h"]) == ""
+    write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [90, 91, 89]))
+    start(tmp_path, "s2", 2)
+    start(tmp_path, "s2", 3)
+    # The factories' launches took 1 s each; a CPU host has no GPU-minutes to save.
+    assert race.saved(tmp_path, ["h"]) == (
+        "racing: 2 launch(es) not run (h/s2.launch2, h/s2.launch3), saving about 0.0 launch-minutes, "
+        "0.0 GPU-minutes"
+    )
+
+
+def test_launches_are_resumed_and_listed_by_their_own_names(tmp_path: Path) -> None:
+    write(tmp_path / "h", launch(1, [140, 141]))
+    assert start(tmp_path, "s1", 1, race_on=False)["measure"] is False
+    assert start(tmp_path, "s1", 2, race_on=False)["measure"] is True
+    planned = {"h": [order.slot("s1", k, order.GRID, True) for k in (1, 2)]}
+    configs = [{"id": "s1", "speculative": True}]
+    states = {"h": "finished"}
+    lines = progress.unmeasured(tmp_path, ["h"], configs, {"mode": "replicate"}, states, planned)
+    assert lines == ["h: finished; not measured: s1.launch2"]
+
+
+def test_the_end_of_sweep_line_names_the_finalists_launches(tmp_path: Path) -> None:
+    host = tmp_path / "h"
+    write(host, launch(None, [100, 101]), launch(1, [140, 142]), launch(None, [100, 99], k=2))
+    assert race.relaunched(tmp_path, ["h"], 1) == ""  # the baseline's launch 2 is the drift check
+    write(host, launch(1, [139, 141], k=2))
+    assert race.relaunched(tmp_path, ["h"], 1) == (
+        "finalists launched once more before the winner was named: h/s1.launch2"
+    )
+    assert race.relaunched(tmp_path, ["h"], 2) == ""  # launch 2 of 2 is no finalist's
+
+
+def test_the_results_action_names_launch_k_and_picks_the_finalists(tmp_path: Path) -> None:
+    host = tmp_path / "localhost"
+    # s1 best, s2 (a step search's probe) within noise of it, s3 clearly slower.
+    write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [139, 143, 138]))
+    write(host, launch(3, [90, 91, 89]))
+    entries = [
+        {"config": {"id": cid, "speculative": cid != "baseline"}, "searched": cid == "s2"}
+        for cid in ("baseline", "s1", "s2", "s3")
+    ]
+    plan = {"sweep": {"settings": {"launches": 1}}, "hosts": {"localhost": {"entries": entries}}}
+    where = {"dir": str(tmp_path), "run_id": "run1", "host": "localhost", "follows": None, "followed": True}
+    proc = run_local_play(tmp_path, [
+        {"specsweep_results": {"fact": run_payload(launch_index="2"), "where": where},
+         "register": "recorded"},
+        {"specsweep_results": {"finalists": True, "where": where}, "vars": {"specsweep_plan": plan},
+         "register": "chosen"},
+        {"ansible.builtin.assert": {"that": [
+            "recorded.specsweep_say == 's1.launch2: recorded'",
+            "chosen.slots | map(attribute='name') == ['s1.launch2', 's2.launch2']",
+            "chosen.slots | map(attribute='entry') == [1, 2]",
+            "chosen.specsweep_say is search('launched once more before a winner is named: s1, s2')",
+        ]}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert decode_fact((host / "s1.launch2.json").read_bytes()).launch_index == 2
+    assert (tmp_path / ".claims" / "run1" / "localhost-s1.launch2.recorded").is_file()
