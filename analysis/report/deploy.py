@@ -116,8 +116,8 @@ def recommend_blocks(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> lis
         "meets SLA": (False, _flag(t["meets_sla"])),
         "goodput req/s": (True, num(t["goodput_rps"], ".2f")),
         "adaptive vs best static": (False, [v if isinstance(v, str) else MISSING for v in arm["verdict"]]),
-        "why": (False, t["reason"].tolist()),
         "verdict": (False, verdict_words(t)),
+        "why": (False, t["reason"].tolist()),
     }
     note = (
         f"SLA: {sla.describe()}; tok/s: median decode tok/s per request; speedup over the baseline; "
