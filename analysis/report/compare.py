@@ -25,8 +25,8 @@ TABLE_COLUMNS = [
     "total_tps",  # throughput; analysis.report.sla places it with the other deployment columns
     # launches behind the row and how its interval was made (analysis.report.launches), the
     # verdict against the baseline, repeats flagged for interference, unsteady launches, drift
-    "launches", "ci_basis", "verdict", "interfered", "unsteady", "launch_cv_pct", "launch_df",
-    "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
+    "launches", "ci_basis", "verdict", "verdict_ci_lo", "verdict_ci_hi", "interfered", "unsteady",
+    "launch_cv_pct", "launch_df", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
 _STATS = [
@@ -133,7 +133,8 @@ def step_table(
     lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["b_se2"], table["b_se_df"])
     table["speedup_ci_lo"], table["speedup_ci_hi"] = lo.where(~table["_base"]), hi.where(~table["_base"])
     table["within_noise"] = straddles_zero(table["speedup_ci_lo"], table["speedup_ci_hi"])
-    table["verdict"] = _verdicts(table, ratio)
+    table["verdict_ci_lo"], table["verdict_ci_hi"] = _verdict_ci(table, ratio)
+    table["verdict"] = verdict(table["verdict_ci_lo"], table["verdict_ci_hi"]).where(~table["_base"])
     # A comparison rests on the fewer launches of its two sides, its interval on the weaker basis.
     table["launches"] = np.fmin(table["launches"], table["b_launches"].fillna(table["launches"])).astype(
         "int64"
@@ -165,24 +166,24 @@ def step_table(
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
-def _verdicts(table: pd.DataFrame, ratio: pd.Series) -> pd.Series:
-    """better / worse / within_noise against the baseline; <NA> for the baseline and without a CI.
+def _verdict_ci(table: pd.DataFrame, ratio: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The interval the verdict against the baseline is taken on: the speedup's CI, except where the
+    host group measured no config twice (ci_basis within_launch).
 
-    Where the host group measured no config twice (ci_basis within_launch) the shown interval says
-    only how steady one launch was; the verdict then allows each side a launch effect of
-    LAUNCH_CV_PRIOR on top (a prior treated as known), so a single run's decisive word is one the
-    next run does not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
+    There the CI says only how steady one launch was; the verdict allows each side a launch effect
+    of LAUNCH_CV_PRIOR on top (a prior treated as known), so a single run's decisive word is one
+    the next run does not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
     """
     lo, hi = table["speedup_ci_lo"], table["speedup_ci_hi"]
     one = table["ci_basis"].eq("within_launch") | table["b_ci_basis"].eq("within_launch")
-    if one.any():
-        prior = np.log1p(LAUNCH_CV_PRIOR**2)
-        a, b = table["se2"] + prior, table["b_se2"] + prior
-        # Satterthwaite with the prior's infinite degrees of freedom: only the repeats' parts count.
-        df = (a + b) ** 2 / (table["se2"] ** 2 / table["se_df"] + table["b_se2"] ** 2 / table["b_se_df"])
-        wide_lo, wide_hi = ratio_ci(ratio, a + b, df)
-        lo, hi = lo.where(~one, wide_lo.where(lo.notna())), hi.where(~one, wide_hi.where(hi.notna()))
-    return verdict(lo, hi).where(~table["_base"])
+    if not one.any():
+        return lo, hi
+    prior = np.log1p(LAUNCH_CV_PRIOR**2)
+    a, b = table["se2"] + prior, table["b_se2"] + prior
+    # Satterthwaite with the prior's infinite degrees of freedom: only the repeats' parts count.
+    df = (a + b) ** 2 / (table["se2"] ** 2 / table["se_df"] + table["b_se2"] ** 2 / table["b_se_df"])
+    wide_lo, wide_hi = ratio_ci(ratio, a + b, df)
+    return lo.where(~one, wide_lo.where(lo.notna())), hi.where(~one, wide_hi.where(hi.notna()))
 
 
 def _with_equivalence(table: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | None) -> pd.DataFrame:

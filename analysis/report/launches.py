@@ -118,12 +118,16 @@ def launch_table(
     launch = _launches(runs, [*keys, "_base"])
     launch = launch[launch["m"].gt(0) | launch["interfered"].gt(0)]
     done = launch[launch["m"].gt(0)]
+    # Within-launch sums of squares and their degrees of freedom, pooled over a cell's launches.
+    done = done.assign(
+        _ss=(done["var"] * (done["m"] - 1)).fillna(0.0), _dfw=(done["m"] - 1).astype("float64")
+    )
     cell = done.groupby(keys, dropna=False, sort=False, observed=True).agg(
         launches=("mean", "count"),
         lmean_var=("mean", "var"),
         m=("m", "sum"),
-        ss=("var", lambda v: np.nansum(v * (done.loc[v.index, "m"] - 1))),
-        df_w=("m", lambda m: float((m - 1).clip(lower=0).sum())),
+        ss=("_ss", "sum"),
+        df_w=("_dfw", "sum"),
         _base=("_base", "first"),
     )
     cell["w"] = (cell["ss"] / cell["df_w"]).where(cell["df_w"] > 0) / (cell["m"] / cell["launches"])
