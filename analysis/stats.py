@@ -8,8 +8,11 @@ interval one of ratios (a speedup is a ratio; the interval is symmetric in log s
 crosses zero tok/s) and let the two sides have different variances (Welch). It is deterministic
 and a groupby computes it, no resampling. The interval is centred on the log of the ratio of
 medians (the number the table shows, robust to one slow repeat); its half-width is Welch's
-t(0.975, df) x standard error of the difference of mean log tok/s. Fewer than 2 repeats on either
-side: no variance, so no interval (NaN, shown as such), never a made-up one.
+t(0.975, df) x standard error of the difference of mean log tok/s. Each side brings the variance
+of its mean and that variance's degrees of freedom: over launches where a config was launched
+more than once or the sweep measured launch-to-launch spread, over its repeats otherwise
+(analysis.report.launches). Fewer than 2 repeats on a side and no launch spread: no variance, so
+no interval (NaN, shown as such), never a made-up one.
 """
 
 from __future__ import annotations
