@@ -29,13 +29,8 @@ TABLE_COLUMNS = [
     "launch_cv_pct", "launch_df", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
-_STATS = [
-    "decode_tps",
-    "se2",
-    "se_df",
-    "launches",
-    "ci_basis",
-]  # what the speedup intervals need from the other side
+# What the speedup intervals need from the other side.
+_STATS = ["decode_tps", "se2", "se_df", "launches", "ci_basis"]
 # The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
 # measured no config twice: measured on the README demo's machine (docs/trust-stats.md).
 LAUNCH_CV_PRIOR = 0.25
@@ -139,9 +134,10 @@ def step_table(
     table["launches"] = np.fmin(table["launches"], table["b_launches"].fillna(table["launches"])).astype(
         "int64"
     )
+    within = table["ci_basis"].eq("within_launch") | table["b_ci_basis"].eq("within_launch")
+    by_launch = np.where(table["launches"].gt(1), "launches", "launch_var")
     table["ci_basis"] = table["ci_basis"].where(
-        table["b_ci_basis"].isna() | table["ci_basis"].eq("within_launch") | table["launches"].gt(1),
-        table["b_ci_basis"].where(table["b_ci_basis"].eq("within_launch"), "launch_var"),
+        table["b_ci_basis"].isna(), np.where(within, "within_launch", by_launch)
     )
 
     eligible = table["failures"].eq(0) & table["decode_tps"].notna()
