@@ -7,7 +7,8 @@ import pandas as pd
 
 from analysis import hostorder
 from analysis.report import equivalence
-from analysis.stats import log_ratio_ci, median_ci, straddles_zero
+from analysis.report.launches import launch_table
+from analysis.stats import log_ratio_ci, median_ci, ratio_ci, straddles_zero, verdict
 from analysis.sweep import config
 
 # A table row is one config measured in one of these groups; speedups compare within one.
@@ -19,11 +20,20 @@ TABLE_COLUMNS = [
     "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", "ttft_p50_ms", "ttft_p99_ms",
     "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures", "cause",
     "text_compared", "text_diverged", "diverge_word", "best",
-    "n_ok", "log_var",  # what an interval against another row needs (analysis.report.recommend)
+    "n_ok", "log_var",
+    "se2", "se_df",  # what an interval against another row needs (analysis.report.recommend)
     "total_tps",  # throughput; analysis.report.sla places it with the other deployment columns
+    # launches behind the row and how its interval was made (analysis.report.launches), the
+    # verdict against the baseline, repeats flagged for interference, unsteady launches, drift
+    "launches", "ci_basis", "verdict", "verdict_ci_lo", "verdict_ci_hi", "interfered", "unsteady",
+    "launch_cv_pct", "launch_df", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
-_STATS = ["decode_tps", "n_ok", "log_var"]  # what the speedup intervals need from the other side
+# What the speedup intervals need from the other side.
+_STATS = ["decode_tps", "se2", "se_df", "launches", "ci_basis"]
+# The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
+# measured no config twice: measured on the README demo's machine (docs/trust-stats.md).
+LAUNCH_CV_PRIOR = 0.25
 
 
 def spread_failures(runs: pd.DataFrame) -> pd.DataFrame:
@@ -80,8 +90,16 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
             total_tps=("total_tps", "median"),
         )
         .reset_index()
-        .rename(columns={"config_id": "config"})
     )
+    launches = launch_table(runs, GROUP, GROUP[:-1], is_baseline(runs))
+    cells = cells.merge(launches, on=[*GROUP, "config_id"], how="left").rename(
+        columns={"config_id": "config"}
+    )
+    cells = cells.rename(columns={"basis": "ci_basis", "launch_tau2": "_tau2"})
+    cells["launches"] = cells["launches"].fillna(0).astype("int64")
+    cells["interfered"] = cells["interfered"].fillna(0).astype("int64")
+    cells["unsteady"] = cells["unsteady"].fillna(0).astype("int64")
+    cells["launch_cv_pct"] = np.sqrt(np.expm1(cells.pop("_tau2"))) * 100.0
     for col in ("sweep_id", "host", "engine", "model", "config", "source"):
         cells[col] = cells[col].astype("object")
     for src, dst in [("ttft_s", "ttft_p50_ms"), ("ttft_p99_s", "ttft_p99_ms"), ("itl_s", "itl_p50_ms"),
@@ -102,14 +120,25 @@ def step_table(
 ) -> pd.DataFrame:
     """One row per (sweep, host, engine, model, concurrency, config): speedups with 95% CIs."""
     table = _cells(spread_failures(runs))
-    table["tps_ci_lo"], table["tps_ci_hi"] = median_ci(table["decode_tps"], table["n_ok"], table["log_var"])
+    table["tps_ci_lo"], table["tps_ci_hi"] = median_ci(table["decode_tps"], table["se2"], table["se_df"])
     table["_base"] = is_baseline(table)
     table = _versus(table, table["_base"], "b_")
     table["speedup_pct"] = (table["decode_tps"] / table["b_decode_tps"] - 1.0) * 100.0
     ratio = table["decode_tps"] / table["b_decode_tps"]
-    lo, hi = log_ratio_ci(ratio, table["n_ok"], table["log_var"], table["b_n_ok"], table["b_log_var"])
+    lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["b_se2"], table["b_se_df"])
     table["speedup_ci_lo"], table["speedup_ci_hi"] = lo.where(~table["_base"]), hi.where(~table["_base"])
     table["within_noise"] = straddles_zero(table["speedup_ci_lo"], table["speedup_ci_hi"])
+    table["verdict_ci_lo"], table["verdict_ci_hi"] = _verdict_ci(table, ratio)
+    table["verdict"] = verdict(table["verdict_ci_lo"], table["verdict_ci_hi"]).where(~table["_base"])
+    # A comparison rests on the fewer launches of its two sides, its interval on the weaker basis.
+    table["launches"] = np.fmin(table["launches"], table["b_launches"].fillna(table["launches"])).astype(
+        "int64"
+    )
+    within = table["ci_basis"].eq("within_launch") | table["b_ci_basis"].eq("within_launch")
+    by_launch = np.where(table["launches"].gt(1), "launches", "launch_var")
+    table["ci_basis"] = table["ci_basis"].where(
+        table["b_ci_basis"].isna(), np.where(within, "within_launch", by_launch)
+    )
 
     eligible = table["failures"].eq(0) & table["decode_tps"].notna()
     ok_tps = table["decode_tps"].where(eligible)
@@ -117,7 +146,7 @@ def step_table(
     table["best"] = eligible & ok_tps.eq(top)
     table = _versus(table, table["best"], "t_")
     ratio = table["decode_tps"] / table["t_decode_tps"]
-    lo, hi = log_ratio_ci(ratio, table["n_ok"], table["log_var"], table["t_n_ok"], table["t_log_var"])
+    lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["t_se2"], table["t_se_df"])
     table["vs_best_ci_lo"], table["vs_best_ci_hi"] = lo.where(~table["best"]), hi.where(~table["best"])
     # Tied with the best: the interval of (this / best) still contains "no difference".
     table["tie_best"] = straddles_zero(table["vs_best_ci_lo"], table["vs_best_ci_hi"])
@@ -131,6 +160,26 @@ def step_table(
     ascending = [c != "_base" for c in by]
     table = table.sort_values(by, ascending=ascending, na_position="first", key=hostorder.sort_key)
     return table[TABLE_COLUMNS].reset_index(drop=True)
+
+
+def _verdict_ci(table: pd.DataFrame, ratio: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """The interval the verdict against the baseline is taken on: the speedup's CI, except where the
+    host group measured no config twice (ci_basis within_launch).
+
+    There the CI says only how steady one launch was; the verdict allows each side a launch effect
+    of LAUNCH_CV_PRIOR on top (a prior treated as known), so a single run's decisive word is one
+    the next run does not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
+    """
+    lo, hi = table["speedup_ci_lo"], table["speedup_ci_hi"]
+    one = table["ci_basis"].eq("within_launch") | table["b_ci_basis"].eq("within_launch")
+    if not one.any():
+        return lo, hi
+    prior = np.log1p(LAUNCH_CV_PRIOR**2)
+    a, b = table["se2"] + prior, table["b_se2"] + prior
+    # Satterthwaite with the prior's infinite degrees of freedom: only the repeats' parts count.
+    df = (a + b) ** 2 / (table["se2"] ** 2 / table["se_df"] + table["b_se2"] ** 2 / table["b_se_df"])
+    wide_lo, wide_hi = ratio_ci(ratio, a + b, df)
+    return lo.where(~one, wide_lo.where(lo.notna())), hi.where(~one, wide_hi.where(hi.notna()))
 
 
 def _with_equivalence(table: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | None) -> pd.DataFrame:

@@ -89,6 +89,19 @@ def adaptive_blocks(adaptive: pd.DataFrame) -> list[Block]:
     return _blocks(t, columns, "adaptive vs best static", note)
 
 
+def verdict_words(t: pd.DataFrame) -> list[str]:
+    """`better (3 launches)`, `within_noise (1 launch, within-launch CI)`; a dash for the baseline."""
+    rows = zip(t["verdict"].tolist(), t["launches"].tolist(), t["ci_basis"].tolist(), strict=True)
+    out = []
+    for word, n, basis in rows:
+        if not isinstance(word, str):
+            out.append(MISSING)
+            continue
+        one = " launch" if n == 1 else " launches"
+        out.append(f"{word} ({n}{one}{', within-launch CI' if basis == 'within_launch' else ''})")
+    return out
+
+
 def recommend_blocks(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> list[Block]:
     """Per host group: the config to deploy at each level, with why."""
     t = rec
@@ -103,7 +116,11 @@ def recommend_blocks(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> lis
         "meets SLA": (False, _flag(t["meets_sla"])),
         "goodput req/s": (True, num(t["goodput_rps"], ".2f")),
         "adaptive vs best static": (False, [v if isinstance(v, str) else MISSING for v in arm["verdict"]]),
+        "verdict": (False, verdict_words(t)),
         "why": (False, t["reason"].tolist()),
     }
-    note = f"SLA: {sla.describe()}; tok/s: median decode tok/s per request; speedup over the baseline"
+    note = (
+        f"SLA: {sla.describe()}; tok/s: median decode tok/s per request; speedup over the baseline; "
+        "verdict: against the baseline, with the launches it rests on (1: one run of each, not repeated)"
+    )
     return _blocks(t, columns, "recommended", note)

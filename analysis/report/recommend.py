@@ -74,11 +74,11 @@ def _fastest(t: pd.DataFrame, mask: pd.Series) -> pd.Series:
 
 def _against(t: pd.DataFrame, ref: np.ndarray) -> tuple[pd.Series, pd.Series, pd.Series]:
     """Each row's % difference from its level's `ref` row, with the 95% interval (NaN: no ref)."""
-    stats = ["decode_tps", "n_ok", "log_var"]
+    stats = ["decode_tps", "se2", "se_df"]
     r = t.loc[ref, [*LEVEL, *stats]].rename(columns={c: f"r_{c}" for c in stats})
     m = t[LEVEL].merge(r, on=LEVEL, how="left")
     ratio = t["decode_tps"] / m["r_decode_tps"]
-    lo, hi = log_ratio_ci(ratio, t["n_ok"], t["log_var"], m["r_n_ok"], m["r_log_var"])
+    lo, hi = log_ratio_ci(ratio, t["se2"], t["se_df"], m["r_se2"], m["r_se_df"])
     return (ratio - 1.0) * 100.0, lo, hi
 
 
@@ -113,6 +113,7 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
     out = t[LEVEL].drop_duplicates().merge(t.loc[chosen, [*LEVEL, *_PICKED]], on=LEVEL, how="left")
     for part in (within, passed, counts):
         out = out.merge(part, on=LEVEL, how="left")
+    out = out.merge(_verdicts(t), on=LEVEL, how="left")
     out["within_noise"] = [w if isinstance(w, list) else [] for w in out["within_noise"]]
     out["reason"] = [_reason(r) for r in out.to_dict("records")]
     return out.reset_index(drop=True)
@@ -120,8 +121,18 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
 
 _PICKED = [
     "config", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "meets_sla", "goodput_rps",
-    "total_tps", "user_tps", "ttft_p99_ms", "itl_p99_ms",
+    "total_tps", "user_tps", "ttft_p99_ms", "itl_p99_ms", "verdict", "launches", "ci_basis",
 ]  # fmt: skip
+VERDICT_KEYS = ["verdict", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "launches", "ci_basis"]
+
+
+def _verdicts(t: pd.DataFrame) -> pd.DataFrame:
+    """Per level: every measured config's verdict against the baseline (the table's), as records."""
+    rows = t[t["decode_tps"].notna()]
+    made = rows.groupby(LEVEL, dropna=False, sort=False)[["config", *VERDICT_KEYS]].apply(
+        lambda p: p.to_dict("records")
+    )
+    return made.rename("configs").reset_index()
 
 
 def _pct(value: float) -> str:

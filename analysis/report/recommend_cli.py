@@ -8,10 +8,17 @@ why), the object itself when there is one group, a list of them when there are s
     {"sweep_id", "host", "engine", "model", "sla": {...},
      "by_concurrency": {"1": {"config", "tok_s", "speedup_ci", "within_noise", "meets_sla",
                               "goodput_rps", "speedup_pct", "total_tok_s", "per_user_tok_s",
-                              "reason", "adaptive"}, ...}}
+                              "reason", "adaptive", "verdict", "launches", "ci_basis",
+                              "configs": {"<config>": {"verdict", "speedup_pct", "speedup_ci",
+                                                      "launches", "ci_basis"}, ...}}, ...}}
 tok_s is the median decode tok/s per request (the report's tok/s), speedup_ci the 95% interval of
 the speedup over the baseline in % (null for the baseline itself), meets_sla and goodput_rps null
 without an SLA, adaptive null where no adaptive arm was measured at that level.
+verdict: better | worse | within_noise against the baseline (null for the baseline itself);
+launches: the launches behind it (the fewer side's); ci_basis: launches (interval over launch means),
+launch_var (one launch, widened by the launch-to-launch variance this sweep measured), within_launch
+(no config launched twice: the interval is within one launch, and the verdict allows the launch
+spread measured on the reference machine; see analysis.report.compare.LAUNCH_CV_PRIOR).
 """
 
 from __future__ import annotations
@@ -94,6 +101,25 @@ def _level(r: dict[str, Any], arm: dict[str, Any] | None) -> dict[str, Any]:
         "per_user_tok_s": _number(r["user_tps"]),
         "reason": r["reason"],
         "adaptive": adaptive,
+        **_verdict(r),
+        "configs": {c["config"]: _verdict(c) for c in r["configs"]} if isinstance(r["configs"], list) else {},
+    }
+
+
+def _verdict(r: dict[str, Any]) -> dict[str, Any]:
+    """A config's verdict against the baseline, the launches behind it and how its interval was made."""
+    lo, hi = _number(r["speedup_ci_lo"]), _number(r["speedup_ci_hi"])
+    out = {
+        "verdict": r["verdict"] if isinstance(r["verdict"], str) else None,
+        "launches": None if pd.isna(r["launches"]) else int(r["launches"]),
+        "ci_basis": r["ci_basis"] if isinstance(r["ci_basis"], str) else None,
+    }
+    if "configs" in r:  # the level's own keys (speedup_pct, speedup_ci) are already there
+        return out
+    return {
+        **out,
+        "speedup_pct": _number(r["speedup_pct"]),
+        "speedup_ci": [lo, hi] if lo is not None and hi is not None else None,
     }
 
 

@@ -26,6 +26,11 @@ LEGEND = [
     "~ within noise: the speedup's 95% CI includes 0; no CI: fewer than 2 good repeats on a side",
     "! noisy: per-repeat tok/s vary by more than {cv:g}% (coefficient of variation)",
     "text vs base: w17 2/8 = 2 of 8 requests differ from the baseline's text, the first at word 17 (0-based)",
+    "launches: launches behind the comparison (the fewer side's); with >= 2 the CI is over launch means",
+    "¹ within one launch: no config was launched twice on this host, so the CI says how steady one "
+    "launch was, not how far the next run moves; its verdict allows a launch-to-launch spread",
+    "‡ unsteady: a launch's first and second half of repeats disagree beyond their noise (99%)",
+    "interfered: repeats measured while something else loaded the host (kept in the figures)",
 ]
 PROFILE_NOTE = "per env profile: median decode tok/s"
 STEP_NOTE = "; step ms: median decode step (draft + verify)"
@@ -109,9 +114,11 @@ def _speedup(t: pd.DataFrame) -> list[str]:
         strict=True,
     )
     out = []
-    for pct, lo, hi, base, noise in rows:
+    one = t["ci_basis"].eq("within_launch").tolist()
+    for (pct, lo, hi, base, noise), within in zip(rows, one, strict=True):
         ci = "" if base else "[no CI]" if lo == MISSING else f"[{lo}, {hi}]"
-        out.append(MISSING if pct == MISSING else f"{pct}% {ci}{' ~' if noise else ''}".strip())
+        mark = "¹" if within and lo != MISSING and not base else ""
+        out.append(MISSING if pct == MISSING else f"{pct}%{mark} {ci}{' ~' if noise else ''}".strip())
     return out
 
 
@@ -123,8 +130,11 @@ def _marker(t: pd.DataFrame) -> list[str]:
 
 def _cv(t: pd.DataFrame) -> list[str]:
     """Coefficient of variation, `!` when the cell is noisy."""
-    pairs = zip(num(t["cv_pct"], ".1f"), _flags(t["noisy"]), strict=True)
-    return [(cv if cv == MISSING else f"{cv}%") + ("!" if noisy else "") for cv, noisy in pairs]
+    rows = zip(num(t["cv_pct"], ".1f"), _flags(t["noisy"]), _flags(t["unsteady"].gt(0)), strict=True)
+    return [
+        (cv if cv == MISSING else f"{cv}%") + ("!" if noisy else "") + ("‡" if odd else "")
+        for cv, noisy, odd in rows
+    ]
 
 
 def _text(t: pd.DataFrame) -> list[str]:
@@ -167,6 +177,8 @@ COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("step ms", True, lambda t: num(t["step_ms"], ".1f")),
     ("CV", True, _cv),
     ("runs ok", True, lambda t: [str(n) for n in t["repeats_ok"].tolist()]),
+    ("launches", True, lambda t: [str(n) for n in t["launches"].tolist()]),
+    ("interfered", True, lambda t: [str(n) for n in t["interfered"].tolist()]),
     ("text vs base", False, _text),
     ("failures", False, _failures),
 ]
@@ -198,9 +210,29 @@ def step_blocks(tables: Tables) -> list[Block]:
     headers = [h or "best" for h, _, _ in COLUMNS]
     columns = tables.shown
     return [
-        Block(title(key), headers, [[c[i] for i in rows] for c in columns], right, rows=rows)
+        Block(
+            title(key),
+            headers,
+            [[c[i] for i in rows] for c in columns],
+            right,
+            drift_note(tables.step, rows),
+            rows,
+        )
         for key, rows in groups(tables.step)
     ]
+
+
+def drift_note(step: pd.DataFrame, rows: np.ndarray) -> str:
+    """The group's baseline drift between its first and last launch, and the launch spread used."""
+    first = step.iloc[rows[0]]
+    if pd.isna(first["drift_pct"]):
+        return ""
+    word = "DRIFTING (every interval allows the baseline's drift)" if first["drifting"] else "within noise"
+    drift = f"{first['drift_pct']:+.1f}% [{first['drift_ci_lo']:+.1f}, {first['drift_ci_hi']:+.1f}]"
+    return (
+        f"baseline drift, last launch vs first: {drift}, {word}; launch-to-launch CV "
+        f"{first['launch_cv_pct']:.1f}% ({first['launch_df']:.0f} df)"
+    )
 
 
 def profile_blocks(tables: Tables) -> list[Block]:

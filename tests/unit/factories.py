@@ -13,6 +13,7 @@ from analysis.facts.schema import (
     Fact,
     Failure,
     HostFacts,
+    Interference,
     Launch,
     RequestResult,
     Run,
@@ -42,6 +43,7 @@ def run(
     error: str | None = None,
     ttft_s: float = 0.5,
     texts: list[str] | None = None,
+    interfered: bool = False,
 ) -> Run:
     """One run whose requests decoded at the given tok/s (the last one errors if asked)."""
     requests = [
@@ -70,6 +72,7 @@ def run(
         duration_s=10.0,
         requests=requests,
         spec=spec,
+        interference=Interference(load_avg_1m=3.0, flagged=True, reason="load 3.0") if interfered else None,
     )
 
 
@@ -83,6 +86,7 @@ def fact(
     engine: Engine | None = None,
     started_at: float = 1.0,
     server_info: dict[str, Any] | None = None,
+    launch_index: int = 1,
 ) -> Fact:
     """A fact for one config; status follows from whether a failure is given."""
     return Fact(
@@ -107,6 +111,7 @@ def fact(
         failure=failure,
         server_info=server_info or {},
         schema_version=SCHEMA_VERSION,
+        launch_index=launch_index,
     )
 
 
@@ -116,9 +121,11 @@ def crash(cause: str = "crash_during_load") -> Failure:
 
 
 def write_sweep(root: Path, facts: list[Fact]) -> Path:
-    """Write facts as `<root>/<sweep_id>/<host>/<config_id>.json`; returns the sweep folder."""
+    """Write facts as `<root>/<sweep_id>/<host>/<config_id>.json` (`.launch<k>.json` for a config's
+    k-th launch, k >= 2, as the sweep names it); returns the sweep folder."""
     for f in facts:
-        path = root / f.sweep_id / f.host / f"{f.config.id}.json"
+        launch = f".launch{f.launch_index}" if f.launch_index > 1 else ""
+        path = root / f.sweep_id / f.host / f"{f.config.id}{launch}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(to_dict(f), indent=2), encoding="utf-8")
     return root / facts[0].sweep_id
