@@ -62,12 +62,10 @@ def against_best(data: pd.DataFrame) -> pd.DataFrame:
     best = per.loc[per.groupby("concurrency")["tps"].idxmax()].set_index("concurrency")
     b = best.loc[per["concurrency"]]
     point = pd.Series(per["tps"].to_numpy() / b["tps"].to_numpy(), index=per.index)
-    lo, hi = stats.log_ratio_ci(
-        point,
-        per["count"].astype("float64"), per["var"],
-        pd.Series(b["count"].to_numpy(), index=per.index).astype("float64"),
-        pd.Series(b["var"].to_numpy(), index=per.index),
-    )  # fmt: skip
+    n = per["count"].astype("float64")
+    n_best = pd.Series(b["count"].to_numpy(), index=per.index).astype("float64")
+    var_best = pd.Series(b["var"].to_numpy(), index=per.index)
+    lo, hi = stats.log_ratio_ci(point, per["var"] / n, n - 1, var_best / n_best, n_best - 1)
     return per.assign(best=b["config_id"].to_numpy(), lo=lo, hi=hi, pct=(point - 1) * 100)
 
 
