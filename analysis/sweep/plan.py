@@ -23,6 +23,8 @@ from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.progress import duration
 from analysis.sweep.request import Request
+from analysis.workloads import build as workloads
+from analysis.workloads.packages import WorkloadError
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,12 @@ def build(
             f"max_configs: the grid has {len(configs)} configs, above the limit of {request['max_configs']}; "
             f"narrow steps/topk/draft_tokens/env_profiles, or raise it with -e max_configs={len(configs)}"
         )
+    traffic = None
+    if not errors:
+        try:
+            traffic = workloads.build(request.values, _context_tokens(hosts))
+        except WorkloadError as exc:
+            errors.append(str(exc))
     if errors:
         return {"errors": errors}
     plans = {name: _host_plan(h, configs, hosts, request, identity.sweep_id) for name, h in hosts.items()}
@@ -213,9 +221,20 @@ def build(
         "settings": dict(request.values),
         "configs": [msgspec.to_builtins(c) for c in configs],
         "warnings": warnings,
+        # The workloads' records file (controller) and each set by counts and hash, never its text.
+        "workloads": traffic,
         "estimate": estimate(configs, plans, request, results_dir),
     }
     return {"errors": [], "sweep": sweep, "hosts": plans}
+
+
+def _context_tokens(hosts: Mapping[str, HostInput]) -> int | None:
+    """The smallest context one request gets on a targeted host (llama.cpp's per-slot ctx_size); None
+    when no host says (SGLang sizes it from the model)."""
+    sizes = [
+        int(h.settings["ctx_size"]) for h in hosts.values() if str(h.settings.get("ctx_size", "")).isdigit()
+    ]
+    return min(sizes, default=None)
 
 
 def _adaptive_arm(request: Request, hosts: Mapping[str, HostInput]) -> tuple[list[cfg.Config], list[str]]:
@@ -279,7 +298,11 @@ def summary(sweep: Mapping[str, Any]) -> str:
     ids = [c["id"] for c in sweep["configs"]]
     shown = ", ".join(ids) if len(ids) <= 8 else f"{', '.join(ids[:6])}, ... {ids[-1]}"
     est = sweep["estimate"]
+    sets = (sweep.get("workloads") or {}).get("sets") or []
+    traffic = "".join(
+        f", {s['name']} {s['records']} records ({s['source']}, sha256 {s['sha256'][:12]})" for s in sets
+    )
     return (
-        f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}, "
+        f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}{traffic}, "
         f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}"
     )

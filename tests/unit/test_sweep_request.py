@@ -17,6 +17,7 @@ DEFAULTS = {
     "env_profiles": [],
     "adaptive_config": "",
     "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
+    "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed",
     "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
     "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
     "plan_only": False, "sweep_id": "", "resume": "", "target": "sweep", "results_dir": "",
