@@ -178,9 +178,10 @@ def cells(table: pd.DataFrame) -> list[list[str]]:
 
 
 def title(key: tuple[object, ...]) -> str:
-    """One line naming a group: sweep, host, engine and model, concurrency."""
-    sweep, host, engine, model, conc = (MISSING if pd.isna(k) else k for k in key)
-    return f"sweep {sweep} | host {host} | {engine} {model} | concurrency {conc}"
+    """One line naming a group: sweep, host, engine and model, workload (where named), concurrency."""
+    sweep, host, engine, model, workload, conc = (MISSING if pd.isna(k) else k for k in key)
+    load = f"workload {workload} | " if workload != MISSING else ""
+    return f"sweep {sweep} | host {host} | {engine} {model} | {load}concurrency {conc}"
 
 
 def groups(table: pd.DataFrame) -> list[tuple[tuple[object, ...], np.ndarray]]:

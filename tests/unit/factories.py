@@ -42,6 +42,7 @@ def run(
     error: str | None = None,
     ttft_s: float = 0.5,
     texts: list[str] | None = None,
+    workload: str | None = None,
 ) -> Run:
     """One run whose requests decoded at the given tok/s (the last one errors if asked)."""
     requests = [
@@ -70,6 +71,7 @@ def run(
         duration_s=10.0,
         requests=requests,
         spec=spec,
+        workload=workload,
     )
 
 

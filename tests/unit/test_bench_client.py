@@ -83,7 +83,13 @@ def test_parse_sse_line_turns_error_events_and_bad_json_into_stream_errors() -> 
 def test_llama_speculative_stream_gives_text_timing_and_draft_counters() -> None:
     result, counts = consume("llama_stream_ngram_mod.sse", "llama_cpp")
     chunks = content_chunks("llama_stream_ngram_mod.sse")
-    assert counts == {"output_tokens": 12, "drafted": 4, "accepted": 2, "verify_steps": 10, "input_tokens": 48}
+    assert counts == {
+        "output_tokens": 12,
+        "drafted": 4,
+        "accepted": 2,
+        "verify_steps": 10,
+        "input_tokens": 48,
+    }
     assert result["output_tokens"] == 12
     assert result["text"] == "".join(chunks) == " d | yes |\n| 5 | e | yes"
     # The clock ticks once per line read; the first content chunk is the first line.
@@ -144,7 +150,13 @@ def test_speculation_that_drafted_nothing_has_length_one_and_no_rate() -> None:
 def test_sglang_cumulative_and_incremental_streams_give_the_same_text(name: str, events: int) -> None:
     result, counts = consume(name, "sglang")
     assert result["text"] == SGLANG_TEXT
-    assert counts == {"output_tokens": 17, "drafted": 15, "accepted": 11, "verify_steps": 5, "input_tokens": 14}
+    assert counts == {
+        "output_tokens": 17,
+        "drafted": 15,
+        "accepted": 11,
+        "verify_steps": 5,
+        "input_tokens": 14,
+    }
     assert len(result["itl_s"]) == events - 1
     assert result["decode_tps"] == pytest.approx(16 / sum(result["itl_s"]))
     spec = bench.aggregate_spec([counts])
