@@ -38,6 +38,7 @@ class HostInput:
     follows: str | None = None
     run_dir: str = "/var/tmp/specsweep"
     lock_path: str = ""
+    client: str = "specsweep"  # benchmark_client: specsweep's own, or SGLang's bench_serving
 
 
 @dataclass(frozen=True)
@@ -207,6 +208,7 @@ def build(
             traffic = workloads.build(request.values, _context_tokens(hosts))
         except WorkloadError as exc:
             errors.append(str(exc))
+        errors += _client_problems(traffic, hosts)
     if errors:
         return {"errors": errors}
     plans = {name: _host_plan(h, configs, hosts, request, identity.sweep_id) for name, h in hosts.items()}
@@ -226,6 +228,18 @@ def build(
         "estimate": estimate(configs, plans, request, results_dir),
     }
     return {"errors": [], "sweep": sweep, "hosts": plans}
+
+
+def _client_problems(traffic: dict[str, Any] | None, hosts: Mapping[str, HostInput]) -> list[str]:
+    """bench_serving sends one raw prompt per record: chat workloads need specsweep's own client."""
+    chats = [s["name"] for s in (traffic or {}).get("sets", []) if s["kind"] == "chat"]
+    sglang = sorted(h.name for h in hosts.values() if h.client == "sglang")
+    if not chats or not sglang:
+        return []
+    return [
+        f"workloads: {', '.join(chats)} go through the chat endpoint, which benchmark_client sglang "
+        f"(bench_serving) does not drive; set benchmark_client to specsweep on {', '.join(sglang)}"
+    ]
 
 
 def _context_tokens(hosts: Mapping[str, HostInput]) -> int | None:
