@@ -323,6 +323,8 @@ def test_each_workload_is_a_cell_of_its_own_in_the_history_and_the_verdicts(tmp_
         stored = conn.execute("SELECT workload, count(*) FROM runs GROUP BY workload").fetchall()
         levels = conn.execute("SELECT DISTINCT workload FROM recommendations ORDER BY workload").fetchall()
     assert stored == [("chat", 12), ("code", 12)] and levels == [("chat",), ("code",)]
-    code, _, _ = regress(db, tmp_path)
+    code, md, junit = regress(db, tmp_path)
     cells = {c["workload"]: c for c in json.loads((tmp_path / "r.json").read_text())["cells"]}
     assert code == 1 and cells["chat"]["verdict"] == "regressed" and cells["code"]["verdict"] != "regressed"
+    assert "| s2 (chat) |" in md and "s2 (code)" not in md, md  # unchanged cells are not listed
+    assert case(junit, "s2 (chat)").find("failure") is not None
