@@ -238,7 +238,7 @@ def cross_blocks(tables: Tables) -> list[Block]:
     out = []
     speed = tables.speed.set_index([*FAMILY, "host"])
     for key, part in tables.cross.groupby(FAMILY, dropna=False, sort=False):
-        sweep, engine, model, conc = key
+        sweep, engine, model, workload, conc = key
         hosts = [
             c for c in part.columns if c not in (*FAMILY, "config", "fleet_median", "spread_pct", "slowest")
         ]
@@ -250,7 +250,8 @@ def cross_blocks(tables: Tables) -> list[Block]:
         shown["slowest"] = part["slowest"].astype(str).tolist()
         rel = [(h, speed.loc[(*key, h)]) for h in hosts if (*key, h) in speed.index]
         flag = [f"{h} {r['relative_pct']:+.1f}%{' SLOW' if r['slow'] else ''}" for h, r in rel]
-        name = f"cross-host | sweep {sweep} | {engine} {model} | concurrency {conc}"
+        load = "" if pd.isna(workload) else f" | workload {workload}"
+        name = f"cross-host | sweep {sweep} | {engine} {model}{load} | concurrency {conc}"
         right = [False, *([True] * (len(shown) - 2)), False]
         note = f"host speed vs fleet median: {', '.join(flag)}"
         out.append(Block(name, list(shown), list(shown.values()), right, note))

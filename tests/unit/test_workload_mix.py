@@ -90,3 +90,12 @@ def test_facts_without_workloads_answer_as_before(tmp_path: Path, capsys: pytest
     doc = recommend_json(sweep, capsys)
     assert "by_workload" not in doc and "mix" not in doc
     assert doc["by_concurrency"]["1"]["config"] == "s2"
+
+
+def test_the_report_has_a_table_per_workload_with_its_accept_length(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["report", str(workload_sweep(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    for workload in ("chat", "code"):
+        assert f"| workload {workload} | concurrency 1" in out, out
