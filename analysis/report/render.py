@@ -189,7 +189,10 @@ def groups(table: pd.DataFrame) -> list[tuple[tuple[object, ...], np.ndarray]]:
     codes = table.groupby(GROUP, dropna=False, sort=False).ngroup().to_numpy()
     order = np.argsort(codes, kind="stable")
     parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1) if len(order) else []
-    keys = list(zip(*(table[c].tolist() for c in GROUP), strict=True))
+    # A missing value (no workload) as None: NaN keys of two frames would not compare equal.
+    keys = list(
+        zip(*(table[c].astype(object).where(table[c].notna(), None).tolist() for c in GROUP), strict=True)
+    )
     return [(keys[p[0]], p) for p in parts]
 
 
