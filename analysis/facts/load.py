@@ -31,7 +31,7 @@ RUN_COLUMNS = [
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
     "concurrency", "repeat", "prompt_id", "output_tokens", "ttft_s", "e2e_s", "decode_tps",
-    "text", "error",
+    "text", "error", "workload",
 ]  # fmt: skip
 INT_COLUMNS = [
     *(c for c in COLUMNS if COLUMN_TYPES[c] is int), "concurrency", "repeat", "drafted", "accepted",

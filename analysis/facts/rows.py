@@ -152,6 +152,7 @@ def request_columns(path: str, fact: Fact) -> dict[str, list[Any]]:
         "model": [fact.engine.model] * n,
         "config_id": [fact.config.id] * n,
         "concurrency": [r.concurrency for _, r in runs],
+        "workload": [r.workload for _, r in runs],
         "repeat": [r.repeat for _, r in runs],
         "prompt_id": [q.prompt_id for q in requests],
         "output_tokens": [q.output_tokens for q in requests],

@@ -127,6 +127,8 @@ class RequestResult(_Part, kw_only=True):
     itl_s: list[float] = msgspec.field(default_factory=list)
     text: str = ""
     error: str | None = None
+    # Prompt tokens as the server counted them (None: an older client, or the engine did not say).
+    input_tokens: int | None = None
 
 
 class Run(_Part, kw_only=True):
@@ -144,6 +146,16 @@ class Run(_Part, kw_only=True):
     interference: Interference | None = None
 
 
+class WorkloadSet(_Part, kw_only=True):
+    """One named workload a run sent (analysis.workloads): where its records came from, never their text."""
+
+    name: str
+    source: str  # the pinned package (name==version), or file:<format> for the operator's own traffic
+    records: int
+    sha256: str  # of the records as sent (analysis.workloads.records.digest)
+    output_len: Literal["fixed", "dataset"] = "fixed"
+
+
 class BenchmarkSettings(_Part, kw_only=True):
     """How the runs were produced, so two facts can be checked comparable."""
 
@@ -154,6 +166,8 @@ class BenchmarkSettings(_Part, kw_only=True):
     warmup: int
     repeats: int
     concurrency: list[int]
+    # The named workloads measured at every level (empty: the one prompt set, prompt_set).
+    workloads: list[WorkloadSet] = msgspec.field(default_factory=list)
 
 
 class Timings(_Part, kw_only=True):

@@ -1,19 +1,21 @@
 """The history store (SQLite) and the `ingest` subcommand that appends sweeps to it.
 
-One row per measured run, keyed on (sweep_id, host, config_id, concurrency, repeat): ingesting
+One row per measured run, keyed on (sweep_id, host, config_id, workload, concurrency, repeat; workload
+'' for the one prompt set of sweeps without named workloads): ingesting
 the same sweep twice adds nothing (INSERT OR IGNORE), and a sweep ingested while it was still
 running gains only its new runs. Configs that failed before measuring anything have no run: they
 are kept in `config_failures`, keyed on (sweep_id, host, config_id). What each config ran with
 (analysis.nightly.provenance) is kept in `provenance` under the same key. The config `recommend`
 would deploy at each load level (analysis.nightly.recommendations, under the SLA given to ingest)
-is kept in `recommendations`, keyed on (sweep_id, host, engine, model, concurrency); ingesting a
+is kept in `recommendations`, keyed on (sweep_id, host, engine, model, workload, concurrency); ingesting a
 sweep again replaces it. Sweeps are ordered by when they started (the earliest fact's start), which
 is what "previous runs" means in `regress`.
 
 The runs table takes its config columns from analysis.sweep.config. A store written by an older
 specsweep is brought up to date when it is opened: missing tables are created and missing run
-columns added (NULL in the rows stored before: not recorded then). PRAGMA user_version holds
-SCHEMA_VERSION; a store from a newer specsweep is refused.
+columns added (NULL in the rows stored before: not recorded then); a table whose key lacks the
+workload is rebuilt with it (its rows: workload ''). PRAGMA user_version holds SCHEMA_VERSION; a
+store from a newer specsweep is refused.
 """
 
 from __future__ import annotations
@@ -35,8 +37,8 @@ from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
 # 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: without
-# recommendations; 3: this.
-SCHEMA_VERSION = 3
+# recommendations; 3: without workloads; 4: this.
+SCHEMA_VERSION = 4
 SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
 NO_SLA = Sla()
 KEY_COLUMNS = {
@@ -46,7 +48,8 @@ KEY_COLUMNS = {
 RUN_COLUMNS = {
     **KEY_COLUMNS,
     **{name: SQL_TYPES[COLUMN_TYPES[name]] for name in COLUMNS},
-    "source": "TEXT", "concurrency": "INTEGER NOT NULL", "repeat": "INTEGER NOT NULL",
+    "source": "TEXT", "workload": "TEXT NOT NULL DEFAULT ''", "concurrency": "INTEGER NOT NULL",
+    "repeat": "INTEGER NOT NULL",
     "run_ok": "INTEGER NOT NULL", "cause": "TEXT", "decode_tps": "REAL", "accept_length": "REAL",
     "ttft_s": "REAL", "itl_s": "REAL", "step_time_ms": "REAL",
 }  # fmt: skip
@@ -56,7 +59,7 @@ CREATE TABLE IF NOT EXISTS sweeps (
     sweep_id TEXT PRIMARY KEY, started_at REAL, ingested_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     {", ".join(f"{name} {kind}" for name, kind in RUN_COLUMNS.items())},
-    PRIMARY KEY (sweep_id, host, config_id, concurrency, repeat));
+    PRIMARY KEY (sweep_id, host, config_id, workload, concurrency, repeat));
 CREATE TABLE IF NOT EXISTS config_failures (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT, engine_version TEXT, model TEXT,
     config_id TEXT NOT NULL, cause TEXT, message TEXT,
@@ -78,9 +81,25 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     for name, kind in RUN_COLUMNS.items():
         if name in present:
             continue
-        if "NOT NULL" in kind:  # every specsweep store had these: this table is something else
+        if "NOT NULL" in kind and "DEFAULT" not in kind:  # every store had these: this is something else
             raise HistoryError(f"{path}: table runs has no column {name}; not a specsweep history store")
         conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+    for table in ("runs", "recommendations"):
+        _key_workload(conn, table)
+
+
+def _key_workload(conn: sqlite3.Connection, table: str) -> None:
+    """Rebuild a table of a store from before workloads with the workload in its key (SQLite cannot
+    change a primary key in place): rename, create anew from SCHEMA, copy, drop; in the caller's
+    transaction, so an interrupted upgrade leaves the store as it was."""
+    info = list(conn.execute(f"PRAGMA table_info({table})"))
+    if any(row[1] == "workload" and row[5] for row in info):
+        return
+    columns = ", ".join(row[1] for row in info if row[1] != "workload")
+    conn.execute(f"ALTER TABLE {table} RENAME TO {table}_before_workloads")
+    conn.execute(next(part for part in SCHEMA.split(";") if f"EXISTS {table} (" in part))
+    conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {table}_before_workloads")
+    conn.execute(f"DROP TABLE {table}_before_workloads")
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -133,6 +152,7 @@ def ingest(
     """
     runs = result.runs
     measured = runs[runs["run_index"].notna()].astype({"run_ok": "int64", "speculative": "int64"})
+    measured = measured.assign(workload=measured["workload"].astype(object).fillna(""))
     failed = runs[runs["run_index"].isna() & runs["failed"]]
     origins = provenance.read(result.files)
     recommended = recommendations.compute(result, sla)

@@ -47,7 +47,10 @@ def _escape(value: object) -> str:
 
 def _labels(r: pd.Series, **extra: str) -> str:
     """{name="value",...} of one cell, plus extra labels."""
-    pairs = {name: _label_value(r[column]) for name, column in LABELS.items()} | extra
+    pairs = {name: _label_value(r[column]) for name, column in LABELS.items()}
+    if isinstance(r.get("workload"), str) and r["workload"]:  # the one prompt set: no label, as before
+        pairs["workload"] = r["workload"]
+    pairs |= extra
     return "{" + ",".join(f'{name}="{_escape(value)}"' for name, value in pairs.items()) + "}"
 
 

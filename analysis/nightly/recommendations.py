@@ -24,7 +24,7 @@ from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.report.sla import Sla
 
-GROUP = ["host", "engine", "model"]
+GROUP = ["host", "engine", "model", "workload"]  # workload '': the one prompt set
 LEVEL = [*GROUP, "concurrency"]
 # Stored per level besides its key: the config (NULL: none qualified), its numbers, why, and the SLA.
 VALUES = {
@@ -36,8 +36,9 @@ FIELDS = ["sweep_id", *LEVEL, *VALUES]
 TABLE = f"""
 CREATE TABLE IF NOT EXISTS recommendations (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT NOT NULL, model TEXT NOT NULL,
-    concurrency INTEGER NOT NULL, {", ".join(f"{name} {kind}" for name, kind in VALUES.items())},
-    PRIMARY KEY (sweep_id, host, engine, model, concurrency));
+    workload TEXT NOT NULL DEFAULT '', concurrency INTEGER NOT NULL,
+    {", ".join(f"{name} {kind}" for name, kind in VALUES.items())},
+    PRIMARY KEY (sweep_id, host, engine, model, workload, concurrency));
 """
 # One row per listed change; previous_* / latest_* are the two sweeps' stored values.
 SIDE = ["config", "decode_tps", "reason", "sla_ttft_p99_ms", "sla_itl_p99_ms"]
@@ -50,6 +51,7 @@ def compute(result: LoadResult, sla: Sla) -> pd.DataFrame:
     """The loaded sweeps' recommendation as stored: one row per (sweep, host group, concurrency)."""
     rec = recommend(build_tables(result, sla=sla).step)
     rec = rec.assign(
+        workload=rec["workload"].astype(object).fillna(""),
         meets_sla=rec["meets_sla"].astype("boolean").astype("Int64"),
         sla_ttft_p99_ms=sla.ttft_p99_ms,
         sla_itl_p99_ms=sla.itl_p99_ms,

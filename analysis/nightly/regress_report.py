@@ -64,6 +64,12 @@ def _model(value: object) -> str:
     return str(value).rstrip("/").rsplit("/", 1)[-1]
 
 
+def _cell_config(r: pd.Series) -> str:
+    """A cell's config, with its workload where the sweep named one: `s2 (chat)`."""
+    workload = r.get("workload")
+    return f"{r['config_id']} ({workload})" if isinstance(workload, str) and workload else str(r["config_id"])
+
+
 def _text(value: object) -> str:
     """A string cell, empty when missing."""
     return value if isinstance(value, str) else ""
@@ -84,7 +90,7 @@ def _row(r: pd.Series) -> list[str]:
         version = f"{r['previous_version']} → {version}"
     n = "" if pd.isna(r["baseline_nights"]) else f" (n={int(r['baseline_nights'])})"
     return [
-        str(r["host"]), str(r["engine"]), version, _model(r["model"]), str(r["config_id"]),
+        str(r["host"]), str(r["engine"]), version, _model(r["model"]), _cell_config(r),
         _f(r["concurrency"], ".0f"), _f(r["latest_tps"], ".1f"), _f(r["baseline_tps"], ".1f") + n,
         _change(r), _text(r["changed_at"]), r["component"] if r["verdict"] in MOVED else "",
         _text(r["rule"]), _text(r["cause"]),
@@ -190,7 +196,7 @@ def _what_changed(night: Night) -> list[str]:
         return []
     lines = ["", "### What changed (the night before the change against the night it began)", ""]
     for _, r in part.iterrows():
-        where = f"{r['host']} {r['config_id']} c{_f(r['concurrency'], '.0f')}"
+        where = f"{r['host']} {_cell_config(r)} c{_f(r['concurrency'], '.0f')}"
         lines.append(
             f"- {where} (since {r['changed_at']}): {changes_text(r['provenance'])}".replace("|", "\\|")
         )
@@ -205,6 +211,8 @@ def _config(value: object) -> str:
 def _recommendation(r: dict[str, Any]) -> str:
     """One recommendation change in one line: `c4: s2 -> s3 (against n6; why; SLA)`."""
     where = f"{r['host']} {r['engine']} {_model(r['model'])}"
+    if isinstance(r.get("workload"), str) and r["workload"]:
+        where += f" ({r['workload']})"
     if r["change"] == "not_recorded":
         return f"{where}: not compared, {r['latest_reason']}"
     level, old, new = f"c{int(r['concurrency'])}", _config(r["previous_config"]), _config(r["latest_config"])
@@ -280,7 +288,7 @@ def write_junit(table: pd.DataFrame, latest: str, path: Path) -> None:
     suite = ET.SubElement(suites, "testsuite", {"name": f"specsweep.regress.{latest}", **counts})
     for _, r in table.iterrows():
         engine = f"{r['engine']} {r['engine_version']}"
-        name = f"{r['config_id']} c{_f(r['concurrency'], '.0f')} {_model(r['model'])} ({engine})"
+        name = f"{_cell_config(r)} c{_f(r['concurrency'], '.0f')} {_model(r['model'])} ({engine})"
         case = ET.SubElement(
             suite, "testcase", {"classname": f"specsweep.{r['host']}", "name": name, "time": "0"}
         )

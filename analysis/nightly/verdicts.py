@@ -21,7 +21,7 @@ from analysis.nightly.changepoint import Comparison
 from analysis.nightly.settings import Settings
 
 Origins = dict[tuple[str, str, str], dict[str, Any]]  # provenance rows by (sweep, host, config)
-CELL = ["host", "engine", "model", "config_id", "concurrency"]
+CELL = ["host", "engine", "model", "workload", "config_id", "concurrency"]  # workload '': the prompt set
 COLUMNS = [
     *CELL[:2], "engine_version", "previous_version", *CELL[2:], "verdict", "rule", "component",
     "changed_at", "change_pct", "change_lo_pct", "change_hi_pct", "p_value", "nights", "latest_tps",

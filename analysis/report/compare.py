@@ -11,8 +11,11 @@ from analysis.report.launches import launch_table
 from analysis.stats import log_ratio_ci, median_ci, ratio_ci, straddles_zero, verdict
 from analysis.sweep import config
 
-# A table row is one config measured in one of these groups; speedups compare within one.
-GROUP = ["sweep_id", "host", "engine", "model", "concurrency"]
+# A table row is one config measured in one of these groups; speedups compare within one. A host
+# group's facts share a baseline launch; each launch measures every (workload, concurrency).
+HOST_KEYS = ["sweep_id", "host", "engine", "model"]
+LOAD_KEYS = ["workload", "concurrency"]  # workload None: the one prompt set of older facts
+GROUP = [*HOST_KEYS, *LOAD_KEYS]
 CONFIG_COLUMNS = config.COLUMNS
 TABLE_COLUMNS = [
     *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "decode_tps", "tps_ci_lo",
@@ -37,14 +40,13 @@ LAUNCH_CV_PRIOR = 0.25
 
 
 def spread_failures(runs: pd.DataFrame) -> pd.DataFrame:
-    """Copy rows without a concurrency (config-level failures) to every level measured."""
-    outer = GROUP[:-1]
+    """Copy rows without a concurrency (config-level failures) to every level and workload measured."""
     placed = runs[runs["concurrency"].notna()]
     levels = placed[GROUP].drop_duplicates()
     # A config that failed before measuring anything still belongs in each level's table;
     # with no level measured at all it keeps a missing concurrency and a table of its own.
-    floating = runs[runs["concurrency"].isna()].drop(columns="concurrency")
-    floating = floating.merge(levels, on=outer, how="left")
+    floating = runs[runs["concurrency"].isna()].drop(columns=LOAD_KEYS)
+    floating = floating.merge(levels, on=HOST_KEYS, how="left")
     return pd.concat([placed, floating[runs.columns]], ignore_index=True)
 
 
@@ -91,7 +93,7 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
         )
         .reset_index()
     )
-    launches = launch_table(runs, GROUP, GROUP[:-1], is_baseline(runs))
+    launches = launch_table(runs, GROUP, HOST_KEYS, is_baseline(runs))
     cells = cells.merge(launches, on=[*GROUP, "config_id"], how="left").rename(
         columns={"config_id": "config"}
     )
@@ -100,7 +102,7 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
     cells["interfered"] = cells["interfered"].fillna(0).astype("int64")
     cells["unsteady"] = cells["unsteady"].fillna(0).astype("int64")
     cells["launch_cv_pct"] = np.sqrt(np.expm1(cells.pop("_tau2"))) * 100.0
-    for col in ("sweep_id", "host", "engine", "model", "config", "source"):
+    for col in ("sweep_id", "host", "engine", "model", "workload", "config", "source"):
         cells[col] = cells[col].astype("object")
     for src, dst in [("ttft_s", "ttft_p50_ms"), ("ttft_p99_s", "ttft_p99_ms"), ("itl_s", "itl_p50_ms"),
                      ("itl_p99_s", "itl_p99_ms")]:  # fmt: skip
@@ -128,7 +130,7 @@ def step_table(
     lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["b_se2"], table["b_se_df"])
     table["speedup_ci_lo"], table["speedup_ci_hi"] = lo.where(~table["_base"]), hi.where(~table["_base"])
     table["within_noise"] = straddles_zero(table["speedup_ci_lo"], table["speedup_ci_hi"])
-    table["verdict_ci_lo"], table["verdict_ci_hi"] = _verdict_ci(table, ratio)
+    table["verdict_ci_lo"], table["verdict_ci_hi"] = verdict_ci(table, ratio)
     table["verdict"] = verdict(table["verdict_ci_lo"], table["verdict_ci_hi"]).where(~table["_base"])
     # A comparison rests on the fewer launches of its two sides, its interval on the weaker basis.
     table["launches"] = np.fmin(table["launches"], table["b_launches"].fillna(table["launches"])).astype(
@@ -162,7 +164,7 @@ def step_table(
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
-def _verdict_ci(table: pd.DataFrame, ratio: pd.Series) -> tuple[pd.Series, pd.Series]:
+def verdict_ci(table: pd.DataFrame, ratio: pd.Series) -> tuple[pd.Series, pd.Series]:
     """The interval the verdict against the baseline is taken on: the speedup's CI, except where the
     host group measured no config twice (ci_basis within_launch).
 
@@ -188,9 +190,9 @@ def _with_equivalence(table: pd.DataFrame, runs: pd.DataFrame, requests: pd.Data
     if requests is None or requests.empty:
         return table.assign(**{c: pd.array([pd.NA] * len(table), dtype=t) for c, t in columns.items()})
     facts = runs.drop_duplicates("fact_id").set_index("fact_id")
-    group_of = facts.groupby(GROUP[:-1], dropna=False, observed=True, sort=False).ngroup()
+    group_of = facts.groupby(HOST_KEYS, dropna=False, observed=True, sort=False).ngroup()
     found = equivalence.summary(requests, group_of, facts.index[is_baseline(facts)])
-    keys = facts[[*GROUP[:-1], "config_id"]].astype("object").reset_index()
+    keys = facts[[*HOST_KEYS, "config_id"]].astype("object").reset_index()
     found = found.merge(keys, on="fact_id").rename(columns={"config_id": "config"})
     found = (  # one cell, several files (rare): their requests add up
         found.groupby([*GROUP, "config"], dropna=False)

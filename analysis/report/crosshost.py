@@ -6,7 +6,7 @@ import pandas as pd
 
 from analysis.hostorder import natural, sort_key
 
-FAMILY = ["sweep_id", "engine", "model", "concurrency"]  # a step-table group, minus the host
+FAMILY = ["sweep_id", "engine", "model", "workload", "concurrency"]  # a step-table group, minus the host
 SLOW_PCT = 5.0  # a host this much below the fleet's median (over configs) is flagged slow
 
 

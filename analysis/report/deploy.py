@@ -11,9 +11,11 @@ from analysis.report.sla import Sla
 
 
 def group_title(key: tuple[object, ...]) -> str:
-    """One line naming a host group: sweep, host, engine and model."""
-    sweep, host, engine, model = (MISSING if pd.isna(k) else k for k in key)
-    return f"sweep {sweep} | host {host} | {engine} {model}"
+    """One line naming a host group: sweep, host, engine and model, and the workload where named."""
+    sweep, host, engine, model, workload = (MISSING if pd.isna(k) else k for k in key)
+    return f"sweep {sweep} | host {host} | {engine} {model}" + (
+        f" | workload {workload}" if workload != MISSING else ""
+    )
 
 
 def _flag(values: pd.Series, yes: str = "yes", no: str = "no") -> list[str]:

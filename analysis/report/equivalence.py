@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# A request is compared with the baseline's request of the same group, repeat and prompt.
-PAIR = ["group", "concurrency", "repeat", "prompt_id"]
+# A request is compared with the baseline's request of the same group, load, repeat and prompt.
+PAIR = ["group", "workload", "concurrency", "repeat", "prompt_id"]
 
 
 def first_difference(base: str, other: str) -> tuple[int, int] | None:
@@ -50,6 +50,7 @@ def pairs(requests: pd.DataFrame, group_of: pd.Series, baseline_facts: pd.Index)
     keys = pd.DataFrame(
         {
             "group": group_of.reindex(fact).to_numpy(),
+            "workload": ok["workload"].to_numpy(),
             "concurrency": ok["concurrency"].to_numpy(),
             "repeat": ok["repeat"].to_numpy(),
             "prompt_id": pd.factorize(ok["prompt_id"])[0],
@@ -64,6 +65,7 @@ def pairs(requests: pd.DataFrame, group_of: pd.Series, baseline_facts: pd.Index)
     found = pd.DataFrame(
         {
             "fact_id": fact[other],
+            "workload": keys["workload"].to_numpy()[other],
             "concurrency": keys["concurrency"].to_numpy()[other],
             "repeat": keys["repeat"].to_numpy()[other],
             "prompt_id": ok["prompt_id"].to_numpy()[other],
@@ -83,10 +85,10 @@ def pairs(requests: pd.DataFrame, group_of: pd.Series, baseline_facts: pd.Index)
 
 
 def summary(requests: pd.DataFrame, group_of: pd.Series, baseline_facts: pd.Index) -> pd.DataFrame:
-    """Per (fact_id, concurrency): requests compared, how many diverged, the earliest divergent word."""
+    """Per (fact_id, workload, concurrency): requests compared, how many diverged, where first."""
     found = pairs(requests, group_of, baseline_facts)
     return (
-        found.groupby(["fact_id", "concurrency"], sort=False)
+        found.groupby(["fact_id", "workload", "concurrency"], sort=False, dropna=False)
         .agg(
             text_compared=("repeat", "size"),
             text_diverged=("diverge_word", "count"),

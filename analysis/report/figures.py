@@ -6,6 +6,7 @@ import io
 import re
 from typing import Any
 
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -36,13 +37,15 @@ def legend_inches(ax: Any) -> float:
 
 
 def slug(key: tuple[object, ...]) -> str:
-    """A file-name-safe name for a family (sweep, engine, model, concurrency)."""
-    sweep, engine, model, conc = key
-    text = f"{sweep}_{engine}_{str(model).rstrip('/').rsplit('/', 1)[-1]}_c{conc}"
+    """A file-name-safe name for a family (sweep, engine, model, workload, concurrency)."""
+    sweep, engine, model, workload, conc = key
+    load = "" if pd.isna(workload) else f"_{workload}"
+    text = f"{sweep}_{engine}_{str(model).rstrip('/').rsplit('/', 1)[-1]}{load}_c{conc}"
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text)
 
 
 def title(key: tuple[object, ...]) -> str:
     """A family as a figure title."""
-    sweep, engine, model, conc = key
-    return f"{sweep} · {engine} {str(model).rstrip('/').rsplit('/', 1)[-1]} · concurrency {conc}"
+    sweep, engine, model, workload, conc = key
+    load = "" if pd.isna(workload) else f" · {workload}"
+    return f"{sweep} · {engine} {str(model).rstrip('/').rsplit('/', 1)[-1]}{load} · concurrency {conc}"

@@ -20,15 +20,17 @@ MAX_LINES = 8  # labelled config lines per Pareto plot; the rest are drawn thin 
 
 
 def _title(key: tuple[object, ...]) -> str:
-    """A host group as a figure title."""
-    sweep, host, engine, model = key
-    return f"{sweep} · {host} · {engine} {str(model).rstrip('/').rsplit('/', 1)[-1]}"
+    """A host group (and its workload, where named) as a figure title."""
+    sweep, host, engine, model, workload = key
+    load = "" if pd.isna(workload) else f" · {workload}"
+    return f"{sweep} · {host} · {engine} {str(model).rstrip('/').rsplit('/', 1)[-1]}{load}"
 
 
 def _slug(key: tuple[object, ...]) -> str:
-    """A file-name-safe name for a host group."""
-    sweep, host, engine, model = key
-    text = f"{sweep}_{host}_{engine}_{str(model).rstrip('/').rsplit('/', 1)[-1]}"
+    """A file-name-safe name for a host group (and its workload)."""
+    sweep, host, engine, model, workload = key
+    load = "" if pd.isna(workload) else f"_{workload}"
+    text = f"{sweep}_{host}_{engine}_{str(model).rstrip('/').rsplit('/', 1)[-1]}{load}"
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text)
 
 

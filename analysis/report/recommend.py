@@ -26,8 +26,8 @@ from analysis.report.compare import GROUP, is_baseline
 from analysis.stats import log_ratio_ci, straddles_zero
 from analysis.sweep.config import ADAPTIVE_ALGORITHMS, parse_id
 
-HOST_GROUP = GROUP[:-1]  # sweep, host, engine, model
-LEVEL = GROUP  # one load level of one host group
+HOST_GROUP = GROUP[:-1]  # sweep, host, engine, model, workload
+LEVEL = GROUP  # one load level of one host group and workload
 _STRINGS = ["sweep_id", "host", "engine", "model", "config"]
 
 
@@ -102,7 +102,8 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
     chosen = np.where(back, base, fastest)
     _, lo, hi = _against(t, chosen)
     near = t["_ok"] & ~chosen & straddles_zero(lo, hi).fillna(False).astype(bool)
-    within = t[near].groupby(LEVEL, sort=False)["config"].agg(list).rename("within_noise").reset_index()
+    within = t[near].groupby(LEVEL, dropna=False, sort=False)["config"].agg(list).rename("within_noise")
+    within = within.reset_index()
     passed = t.loc[fastest & back, [*LEVEL, "config", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi"]]
     passed = passed.rename(columns={c: f"fastest_{c}" for c in passed.columns if c not in LEVEL})
     done = t.assign(_done=t["failures"].eq(0) & t["decode_tps"].notna())
@@ -224,7 +225,7 @@ def step_choices(step: pd.DataFrame, adaptive_ready: bool = False) -> pd.DataFra
     near = keep & (best | straddles_zero(lo, hi).fillna(False).astype(bool))
     out = (
         t[near]
-        .groupby(LEVEL, sort=False)
+        .groupby(LEVEL, dropna=False, sort=False)
         .agg(candidates=("_steps", lambda s: sorted({int(x) for x in s})))
         .reset_index()
     )

@@ -1,7 +1,7 @@
 """`recommend` subcommand: the config to deploy per load level, and SGLang's adaptive config file.
 
     python -m analysis recommend DIR [DIR...] [--format text|markdown|json]
-        [--sla-ttft-p99-ms N] [--sla-itl-p99-ms N] [--adaptive-config FILE]
+        [--sla-ttft-p99-ms N] [--sla-itl-p99-ms N] [--adaptive-config FILE] [--mix chat=0.7,code=0.3]
 
 JSON: one object per host group (sweep, host, engine, model; see analysis.report.recommend for
 why), the object itself when there is one group, a list of them when there are several:
@@ -19,6 +19,11 @@ launches: the launches behind it (the fewer side's); ci_basis: launches (interva
 launch_var (one launch, widened by the launch-to-launch variance this sweep measured), within_launch
 (no config launched twice: the interval is within one launch, and the verdict allows the launch
 spread measured on the reference machine; see analysis.report.compare.LAUNCH_CV_PRIOR).
+
+Results measured with named workloads (-e workloads=...) add per host group
+    "mix": {"chat": 0.7, "code": 0.3}, "by_workload": {"chat": {"by_concurrency": {...}}, ...}
+and the top-level by_concurrency is then the answer for the mix (analysis.report.mix; --mix, else
+equal shares of the workloads measured), which --adaptive-config also writes the schedule for.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from typing import Any
 import pandas as pd
 
 from analysis.facts.options import add_load_options, load
+from analysis.report import mix
 from analysis.report.cli import build_tables
+from analysis.report.compare import HOST_KEYS
 from analysis.report.deploy import recommend_blocks
 from analysis.report.recommend import HOST_GROUP, ScheduleError, adaptive_schedule, adaptive_table, recommend
 from analysis.report.render import layout
@@ -60,6 +67,11 @@ def add_parser(subparsers: Any) -> None:
         "--adaptive-config", type=Path, metavar="FILE",
         help="also write SGLang's --speculative-adaptive-config: per measured concurrency, the best step "
         "count and those within noise of it (0: no speculation)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--mix", metavar="W=SHARE,...",
+        help="weigh the workloads by their share of requests, e.g. chat=0.7,code=0.3, and name the config "
+        "for that mix (default: equal shares of the workloads measured)",
     )  # fmt: skip
     parser.set_defaults(func=run)
 
@@ -123,20 +135,40 @@ def _verdict(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def as_json(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> Any:
-    """The recommendation as the documented JSON (one object, or a list for several host groups)."""
+def as_json(
+    rec: pd.DataFrame,
+    adaptive: pd.DataFrame,
+    sla: Sla,
+    mixed: pd.DataFrame | None = None,
+    shares: dict[str, float] | None = None,
+) -> Any:
+    """The recommendation as the documented JSON (one object, or a list for several host groups);
+    `mixed` is the mix's recommendation where the results name their workloads."""
     level = [*HOST_GROUP, "concurrency"]
-    arms = {tuple(a[c] for c in level): a for a in adaptive.drop_duplicates(level).to_dict("records")}
-    groups = []
-    for key, part in rec.groupby(HOST_GROUP, dropna=False, sort=False):
-        by = {
-            str(int(r["concurrency"])): _level(r, arms.get(tuple(r[c] for c in level)))
-            for r in part.to_dict("records")
+    arms = {_key(a, level): a for a in adaptive.drop_duplicates(level).to_dict("records")}
+
+    def levels(part: pd.DataFrame) -> dict[str, Any]:
+        return {
+            str(int(r["concurrency"])): _level(r, arms.get(_key(r, level))) for r in part.to_dict("records")
         }
-        names = dict(zip(HOST_GROUP, key, strict=True))
-        sla_json = {"ttft_p99_ms": sla.ttft_p99_ms, "itl_p99_ms": sla.itl_p99_ms}
-        groups.append({**names, "sla": sla_json, "by_concurrency": by})
+
+    groups = []
+    sla_json = {"ttft_p99_ms": sla.ttft_p99_ms, "itl_p99_ms": sla.itl_p99_ms}
+    for key, part in rec.groupby(HOST_KEYS, dropna=False, sort=False):
+        names = dict(zip(HOST_KEYS, key, strict=True))
+        if mixed is None or part["workload"].isna().all():
+            groups.append({**names, "sla": sla_json, "by_concurrency": levels(part)})
+            continue
+        mine = mixed[(mixed[HOST_KEYS] == pd.Series(names)).all(axis=1)]
+        by_workload = {str(w): {"by_concurrency": levels(p)} for w, p in part.groupby("workload", sort=False)}
+        groups.append({**names, "sla": sla_json, "mix": shares, "by_concurrency": levels(mine),
+                       "by_workload": by_workload})  # fmt: skip
     return groups[0] if len(groups) == 1 else groups
+
+
+def _key(row: dict[str, Any], columns: list[str]) -> tuple[Any, ...]:
+    """A row's key, a missing value (an unnamed workload) as None so that keys compare equal."""
+    return tuple(None if pd.isna(row[c]) else row[c] for c in columns)
 
 
 def write_schedule(path: Path, schedule: dict[str, Any]) -> None:
@@ -157,14 +189,31 @@ def run(args: argparse.Namespace) -> int:
     step = build_tables(result, sla=sla).step
     rec = recommend(step)
     adaptive = adaptive_table(step)
+    mixed, shares, mix_step = None, None, step
+    if step["workload"].notna().any():
+        try:
+            shares = mix.parse(args.mix) if args.mix else mix.even(step)
+            mix_step = mix.table(step, shares)
+        except mix.MixError as exc:
+            print(f"analysis recommend: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        mixed = recommend(mix_step)
+    elif args.mix:
+        print(
+            "analysis recommend: --mix: these results name no workloads (-e workloads=...)", file=sys.stderr
+        )
+        return EXIT_USAGE
     if args.format == "json":
-        sys.stdout.write(json.dumps(as_json(rec, adaptive, sla), indent=2) + "\n")
+        sys.stdout.write(json.dumps(as_json(rec, adaptive, sla, mixed, shares), indent=2) + "\n")
     else:
-        sys.stdout.write(layout(recommend_blocks(rec, adaptive, sla), args.format))
+        blocks = recommend_blocks(rec, adaptive, sla)
+        if mixed is not None:
+            blocks += recommend_blocks(mixed, adaptive.iloc[0:0], sla)
+        sys.stdout.write(layout(blocks, args.format))
     if args.adaptive_config is None:
         return EXIT_OK
     try:
-        schedule, warnings = adaptive_schedule(step)
+        schedule, warnings = adaptive_schedule(mix_step)
     except ScheduleError as exc:
         print(f"analysis recommend: --adaptive-config: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -190,9 +190,10 @@ def cells(table: pd.DataFrame) -> list[list[str]]:
 
 
 def title(key: tuple[object, ...]) -> str:
-    """One line naming a group: sweep, host, engine and model, concurrency."""
-    sweep, host, engine, model, conc = (MISSING if pd.isna(k) else k for k in key)
-    return f"sweep {sweep} | host {host} | {engine} {model} | concurrency {conc}"
+    """One line naming a group: sweep, host, engine and model, workload (where named), concurrency."""
+    sweep, host, engine, model, workload, conc = (MISSING if pd.isna(k) else k for k in key)
+    load = f"workload {workload} | " if workload != MISSING else ""
+    return f"sweep {sweep} | host {host} | {engine} {model} | {load}concurrency {conc}"
 
 
 def groups(table: pd.DataFrame) -> list[tuple[tuple[object, ...], np.ndarray]]:
@@ -200,7 +201,10 @@ def groups(table: pd.DataFrame) -> list[tuple[tuple[object, ...], np.ndarray]]:
     codes = table.groupby(GROUP, dropna=False, sort=False).ngroup().to_numpy()
     order = np.argsort(codes, kind="stable")
     parts = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1) if len(order) else []
-    keys = list(zip(*(table[c].tolist() for c in GROUP), strict=True))
+    # A missing value (no workload) as None: NaN keys of two frames would not compare equal.
+    keys = list(
+        zip(*(table[c].astype(object).where(table[c].notna(), None).tolist() for c in GROUP), strict=True)
+    )
     return [(keys[p[0]], p) for p in parts]
 
 
@@ -269,7 +273,7 @@ def cross_blocks(tables: Tables) -> list[Block]:
     out = []
     speed = tables.speed.set_index([*FAMILY, "host"])
     for key, part in tables.cross.groupby(FAMILY, dropna=False, sort=False):
-        sweep, engine, model, conc = key
+        sweep, engine, model, workload, conc = key
         hosts = [
             c for c in part.columns if c not in (*FAMILY, "config", "fleet_median", "spread_pct", "slowest")
         ]
@@ -281,7 +285,8 @@ def cross_blocks(tables: Tables) -> list[Block]:
         shown["slowest"] = part["slowest"].astype(str).tolist()
         rel = [(h, speed.loc[(*key, h)]) for h in hosts if (*key, h) in speed.index]
         flag = [f"{h} {r['relative_pct']:+.1f}%{' SLOW' if r['slow'] else ''}" for h, r in rel]
-        name = f"cross-host | sweep {sweep} | {engine} {model} | concurrency {conc}"
+        load = "" if pd.isna(workload) else f" | workload {workload}"
+        name = f"cross-host | sweep {sweep} | {engine} {model}{load} | concurrency {conc}"
         right = [False, *([True] * (len(shown) - 2)), False]
         note = f"host speed vs fleet median: {', '.join(flag)}"
         out.append(Block(name, list(shown), list(shown.values()), right, note))

@@ -23,6 +23,8 @@ from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.progress import duration
 from analysis.sweep.request import Request
+from analysis.workloads import build as workloads
+from analysis.workloads.packages import WorkloadError
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,7 @@ class HostInput:
     follows: str | None = None
     run_dir: str = "/var/tmp/specsweep"
     lock_path: str = ""
+    client: str = "specsweep"  # benchmark_client: specsweep's own, or SGLang's bench_serving
 
 
 @dataclass(frozen=True)
@@ -220,6 +223,13 @@ def build(
             f"max_configs: the grid has {len(configs)} configs, above the limit of {request['max_configs']}; "
             f"narrow steps/topk/draft_tokens/env_profiles, or raise it with -e max_configs={len(configs)}"
         )
+    traffic = None
+    if not errors:
+        try:
+            traffic = workloads.build(request.values, _context_tokens(hosts))
+        except WorkloadError as exc:
+            errors.append(str(exc))
+        errors += _client_problems(traffic, hosts)
     if errors:
         return {"errors": errors}
     seed = request["order_seed"]
@@ -239,9 +249,32 @@ def build(
         "settings": {**request.values, "order_seed": seed},
         "configs": [msgspec.to_builtins(c) for c in configs],
         "warnings": warnings,
+        # The workloads' records file (controller) and each set by counts and hash, never its text.
+        "workloads": traffic,
         "estimate": estimate(configs, plans, request, results_dir),
     }
     return {"errors": [], "sweep": sweep, "hosts": plans}
+
+
+def _client_problems(traffic: dict[str, Any] | None, hosts: Mapping[str, HostInput]) -> list[str]:
+    """bench_serving sends one raw prompt per record: chat workloads need specsweep's own client."""
+    chats = [s["name"] for s in (traffic or {}).get("sets", []) if s["kind"] == "chat"]
+    sglang = sorted(h.name for h in hosts.values() if h.client == "sglang")
+    if not chats or not sglang:
+        return []
+    return [
+        f"workloads: {', '.join(chats)} go through the chat endpoint, which benchmark_client sglang "
+        f"(bench_serving) does not drive; set benchmark_client to specsweep on {', '.join(sglang)}"
+    ]
+
+
+def _context_tokens(hosts: Mapping[str, HostInput]) -> int | None:
+    """The smallest context one request gets on a targeted host (llama.cpp's per-slot ctx_size); None
+    when no host says (SGLang sizes it from the model)."""
+    sizes = [
+        int(h.settings["ctx_size"]) for h in hosts.values() if str(h.settings.get("ctx_size", "")).isdigit()
+    ]
+    return min(sizes, default=None)
 
 
 def _adaptive_arm(request: Request, hosts: Mapping[str, HostInput]) -> tuple[list[cfg.Config], list[str]]:
@@ -322,8 +355,12 @@ def summary(sweep: Mapping[str, Any]) -> str:
     est = sweep["estimate"]
     seed = sweep["settings"].get("order_seed")
     ordered = f"random order (order_seed={seed})" if seed is not None else "grid order"
+    sets = (sweep.get("workloads") or {}).get("sets") or []
+    traffic = "".join(
+        f", {s['name']} {s['records']} records ({s['source']}, sha256 {s['sha256'][:12]})" for s in sets
+    )
     return (
-        f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}, "
+        f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}{traffic}, "
         f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}; "
         f"{ordered}"
     )

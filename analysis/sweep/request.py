@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.sweep.config import AXES, NAME_RE
+from analysis.workloads.shipped import SHIPPED
 
 _INT = re.compile(r"^[+-]?\d+$")
 _RANGE = re.compile(r"^(\d+)\.\.(\d+)$")
@@ -144,6 +145,17 @@ def choice(*allowed: str) -> Callable[[str, Any], str]:
     return parse
 
 
+def workload_names(name: str, value: Any) -> list[str]:
+    """Shipped workloads by name, in order, each once."""
+    out = names(name, value)
+    bad = [n for n in out if n not in SHIPPED]
+    if bad:
+        raise RequestError(
+            f"{name}: {bad[0]!r} is not one of: {', '.join(SHIPPED)} (your own traffic: workload_file)"
+        )
+    return out
+
+
 def text(name: str, value: Any) -> str:
     """A plain string without newline or NUL ('' when not given)."""
     out = "" if value is None else str(value).strip()
@@ -206,6 +218,15 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "launch the best and those within noise once more at the end; empty = when launches=1",
     ),
+    # The traffic (analysis.workloads): every workload is measured at every level of each launch.
+    Setting(
+        "workloads", workload_names, [], "shipped workloads: chat, code, math, long; none: the prompt set"
+    ),
+    Setting("workload_file", text, "", "your own traffic (controller file), measured as workload `file`"),
+    Setting(
+        "workload_records", lambda n, v: one_int(n, v, 0), 0, "records per workload (seeded sample); 0: all"
+    ),
+    Setting("output_len", choice("fixed", "dataset"), "fixed", "fixed (max_tokens) or dataset (the data's)"),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     # How the fleet shares the work.

@@ -136,6 +136,7 @@ class ActionModule(ActionBase):
             follows=value("specsweep_follows", None),
             run_dir=run_dir,
             lock_path=value("specsweep_lock_path", "") or f"{run_dir}/sweep.lock",
+            client=str(self._resolver(raw, self._defaults("benchmark"))("benchmark_client")),
         )
 
     def _defaults(self, role: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ def run(
     ttft_s: float = 0.5,
     texts: list[str] | None = None,
     interfered: bool = False,
+    workload: str | None = None,
 ) -> Run:
     """One run whose requests decoded at the given tok/s (the last one errors if asked)."""
     requests = [
@@ -73,6 +74,7 @@ def run(
         requests=requests,
         spec=spec,
         interference=Interference(load_avg_1m=3.0, flagged=True, reason="load 3.0") if interfered else None,
+        workload=workload,
     )
 
 

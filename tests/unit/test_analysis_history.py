@@ -302,3 +302,29 @@ def test_regress_refuses_a_setting_no_rule_can_use_before_reading_anything(
     missing = tmp_path / "none.sqlite"  # never opened: the settings are checked first
     assert main(["regress", "--history", str(missing), option, value]) == 2
     assert capsys.readouterr().err.strip() == message
+
+
+def workload_night(root: Path, sweep: str, night: int, chat_tps: float) -> Path:
+    """s2 measured on chat (at chat_tps) and code (steady) on one launch, 3 repeats each."""
+    runs = [
+        run([tps * f], repeat=i, workload=w)
+        for w, tps in (("chat", chat_tps), ("code", 150.0))
+        for i, f in enumerate((1.0, 1.002, 0.998))
+    ]
+    return write_sweep(root / sweep, [fact(config(2), runs, sweep_id=sweep, started_at=1e9 + night * 86400)])
+
+
+def test_each_workload_is_a_cell_of_its_own_in_the_history_and_the_verdicts(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    nights = [workload_night(tmp_path, f"n{i}", i, tps) for i, tps in enumerate([100.0, 100.3, 99.8, 80.0])]
+    ingest_all(db, *nights)
+    ingest_all(db, nights[-1])  # again: nothing added, the workload is part of the key
+    with sqlite3.connect(db) as conn:
+        stored = conn.execute("SELECT workload, count(*) FROM runs GROUP BY workload").fetchall()
+        levels = conn.execute("SELECT DISTINCT workload FROM recommendations ORDER BY workload").fetchall()
+    assert stored == [("chat", 12), ("code", 12)] and levels == [("chat",), ("code",)]
+    code, md, junit = regress(db, tmp_path)
+    cells = {c["workload"]: c for c in json.loads((tmp_path / "r.json").read_text())["cells"]}
+    assert code == 1 and cells["chat"]["verdict"] == "regressed" and cells["code"]["verdict"] != "regressed"
+    assert "| s2 (chat) |" in md and "s2 (code)" not in md, md  # unchanged cells are not listed
+    assert case(junit, "s2 (chat)").find("failure") is not None

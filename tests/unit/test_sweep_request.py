@@ -19,6 +19,7 @@ DEFAULTS = {
     "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
     "launches": 1, "order": "random", "order_seed": None, "baseline_every": 10, "race": False,
     "finalists": True,  # decided: one launch -> the finalists are launched again
+    "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed",
     "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
     "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
     "plan_only": False, "sweep_id": "", "resume": "", "target": "sweep", "results_dir": "",

@@ -73,12 +73,16 @@ def llama_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
     timings = event.get("timings") or {}
     tokens = _int(timings.get("predicted_n"))
     tokens = tokens if tokens is not None else _int(event.get("tokens_predicted"))
+    return delta, llama_counts(timings, tokens)
+
+
+def llama_counts(timings: Doc, tokens: int | None) -> Doc:
+    """Counters from llama.cpp's `timings` (native and chat endpoints alike)."""
     accepted = _int(timings.get("draft_n_accepted"))
     # Each decode step yields one token plus the drafts it accepted.
     steps = None if tokens is None or accepted is None else tokens - accepted
-    drafted = _int(timings.get("draft_n"))
-    return delta, {"output_tokens": tokens, "drafted": drafted, "accepted": accepted,
-                   "verify_steps": steps}  # fmt: skip
+    return {"output_tokens": tokens, "drafted": _int(timings.get("draft_n")), "accepted": accepted,
+            "verify_steps": steps, "input_tokens": _int(timings.get("prompt_n"))}  # fmt: skip
 
 
 def sglang_body(prompt: str, max_tokens: int) -> Doc:
@@ -111,13 +115,51 @@ def sglang_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
         "drafted": _int(meta.get("spec_num_proposed_drafts")),
         "accepted": _int(meta.get("spec_num_correct_drafts")),
         "verify_steps": _int(meta.get("spec_verify_ct")),
+        "input_tokens": _int(meta.get("prompt_tokens")),
     }
+
+
+def chat_body(engine: str, messages: list[Doc], max_tokens: int) -> Doc:
+    """/v1/chat/completions body: the server applies the model's own chat template; greedy, fixed
+    length, streamed, with the engine's per-request counters asked for."""
+    body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
+    if engine == "llama_cpp":
+        return {**body, "cache_prompt": False}
+    return {**body, "return_spec_tokens_details": True}
+
+
+def chat_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
+    """OpenAI chat chunk -> (new text, the counters so far once usage or timings came).
+
+    llama.cpp puts `timings` (drafts) on its last chunk; SGLang sends `usage` in a chunk of its own and
+    its spec counters in `sglext.spec_tokens_details` (older: `usage.spec_tokens_details`)."""
+    _check_error(event)
+    choices = event.get("choices") or []
+    first = choices[0] if choices and isinstance(choices[0], dict) else {}
+    delta = (first.get("delta") or {}).get("content") or ""
+    usage, timings = event.get("usage") or {}, event.get("timings") or {}
+    spec = (event.get("sglext") or {}).get("spec_tokens_details") or usage.get("spec_tokens_details") or {}
+    counts = state.setdefault("counts", {})
+    if timings:
+        counts.update(llama_counts(timings, _int(timings.get("predicted_n"))))
+    if usage:
+        counts.setdefault("output_tokens", _int(usage.get("completion_tokens")))
+        counts.setdefault("input_tokens", _int(usage.get("prompt_tokens")))
+    if spec:
+        counts.update(drafted=_int(spec.get("spec_num_proposed_drafts")),
+                      accepted=_int(spec.get("spec_num_correct_drafts")),
+                      verify_steps=_int(spec.get("spec_verify_ct")))  # fmt: skip
+    if counts.get("output_tokens") is None:
+        return delta, None
+    return delta, {"drafted": None, "accepted": None, "verify_steps": None, **counts}
 
 
 ADAPTERS = {
     "llama_cpp": ("/completion", llama_body, llama_feed),
     "sglang": ("/generate", sglang_body, sglang_feed),
 }
+CHAT_PATH = "/v1/chat/completions"  # both engines, with the model's own template
 
 
 def consume_stream(
@@ -126,9 +168,10 @@ def consume_stream(
     t_send: float,
     clock: Callable[[], float] = time.perf_counter,
     deadline: float | None = None,
+    chat: bool = False,
 ) -> tuple[Doc, Doc]:
     """Read one response stream -> (RequestResult fields but prompt_id, counters)."""
-    feed, state = ADAPTERS[engine][2], {}
+    feed, state = chat_feed if chat else ADAPTERS[engine][2], {}
     stamps: list[float] = []
     parts: list[str] = []
     final: Doc | None = None
@@ -147,8 +190,8 @@ def consume_stream(
             parts.append(delta)
         if counts is not None:
             final = counts
-            if engine == "llama_cpp":
-                break  # llama.cpp sends no [DONE]: the stop event is the last one
+            if engine == "llama_cpp" and not chat:
+                break  # llama.cpp's /completion sends no [DONE]: the stop event is the last one
     e2e = clock() - t_send
     if final is None:
         raise StreamError("stream ended before the final event")
@@ -163,6 +206,7 @@ def consume_stream(
         "itl_s": [stamps[i] - stamps[i - 1] for i in range(1, len(stamps))],
         "text": "".join(parts),
         "error": None,
+        "input_tokens": final.get("input_tokens"),
     }, final
 
 
@@ -212,9 +256,17 @@ class Client:
             conn.close()
 
     def complete(self, prompt_id: str, prompt: str, max_tokens: int) -> tuple[Doc, Any]:
-        """One streamed request -> (RequestResult dict, counters or None on error)."""
+        """One streamed raw completion -> (RequestResult dict, counters or None on error)."""
         path, body_for, _ = ADAPTERS[self.engine]
-        body = json.dumps(body_for(prompt, max_tokens)).encode()
+        return self._stream(prompt_id, path, body_for(prompt, max_tokens), chat=False)
+
+    def chat(self, prompt_id: str, messages: list[Doc], max_tokens: int) -> tuple[Doc, Any]:
+        """One streamed chat completion (the model's own template) -> (RequestResult dict, counters)."""
+        return self._stream(prompt_id, CHAT_PATH, chat_body(self.engine, messages, max_tokens), chat=True)
+
+    def _stream(self, prompt_id: str, path: str, payload: Doc, chat: bool) -> tuple[Doc, Any]:
+        """POST one streamed request and time it; an error is a result, not an exception."""
+        body = json.dumps(payload).encode()
         conn = self._connect(self.timeout_s)
         t_send = time.perf_counter()
         try:
@@ -224,7 +276,7 @@ class Client:
                 detail = resp.read(300).decode(errors="replace")
                 raise StreamError(f"HTTP {resp.status}: {detail}")
             deadline = t_send + self.timeout_s
-            result, counts = consume_stream(self.engine, resp, t_send, deadline=deadline)
+            result, counts = consume_stream(self.engine, resp, t_send, deadline=deadline, chat=chat)
             return {"prompt_id": prompt_id, **result}, counts
         except (OSError, ValueError, StreamError, http.client.HTTPException) as exc:
             error = f"{type(exc).__name__}: {exc}"[:500]
@@ -235,12 +287,42 @@ class Client:
             conn.close()
 
 
+def make_work(client: Client, max_tokens: int) -> Callable[[Doc], list[tuple[Doc, Any]]]:
+    """work(record) -> [(RequestResult dict, counters or None)]: one unit of traffic, every turn of it.
+
+    A completion record is one request; a chat record is its conversation, each follow-up sent after
+    the answer to the turn before (MT-Bench's second turn), so it yields a result per turn. The
+    record's own `max_tokens` (output_len=dataset) beats the run's. An operator's private record keeps
+    no response text."""
+
+    def work(record: Doc) -> list[tuple[Doc, Any]]:
+        limit = record.get("max_tokens") or max_tokens
+        if "messages" not in record:
+            return [client.complete(record["id"], record["prompt"], limit)]
+        messages = list(record["messages"])
+        out = [client.chat(record["id"], messages, limit)]
+        for turn, followup in enumerate(record.get("followups") or [], 2):
+            if out[-1][0]["error"]:
+                break  # no answer to follow up on
+            messages += [
+                {"role": "assistant", "content": out[-1][0]["text"]},
+                {"role": "user", "content": followup},
+            ]
+            out.append(client.chat(f"{record['id']}/{turn}", messages, limit))
+        if record.get("private"):
+            out = [({**result, "text": ""}, counts) for result, counts in out]
+        return out
+
+    return work
+
+
 def run_once(client: Client, prompts: list[Doc], max_tokens: int, conc: int) -> Doc:
     """Send the whole prompt set with `conc` in flight -> Run dict without `repeat`."""
     start = time.perf_counter()
+    work = make_work(client, max_tokens)
     with concurrent.futures.ThreadPoolExecutor(max_workers=conc) as pool:
-        futures = [pool.submit(client.complete, p["id"], p["prompt"], max_tokens) for p in prompts]
-        outcomes = [f.result() for f in futures]
+        futures = [pool.submit(work, p) for p in prompts]
+        outcomes = [o for f in futures for o in f.result()]
     spec = aggregate_spec([c for _, c in outcomes if c is not None])
     return {"concurrency": conc, "duration_s": time.perf_counter() - start,
             "requests": [r for r, _ in outcomes], "spec": spec}  # fmt: skip
@@ -284,15 +366,46 @@ def sglang_server_facts(data: Any) -> tuple[str | None, Doc]:
 
 
 def load_prompts(path: str) -> tuple[list[Doc], str]:
-    """Prompts from a JSONL file of {"id", "prompt"}, and the sha256 of its bytes."""
+    """Records from a JSONL file, and the sha256 of its bytes: {"id", "prompt"} (a raw completion) or
+    {"id", "messages", "followups"} (a chat), each with an optional "workload" (analysis.workloads)."""
     with open(path, "rb") as fh:
         raw = fh.read()
     lines = raw.decode("utf-8").splitlines()
     prompts = [json.loads(line) for line in lines if line.strip()]
-    ok = all(isinstance(p.get("id"), str) and "prompt" in p for p in prompts)
+    ok = all(
+        isinstance(p.get("id"), str)
+        and (isinstance(p.get("prompt"), str) or isinstance(p.get("messages"), list))
+        for p in prompts
+    )
     if not prompts or not ok:
-        raise SystemExit(f"{path}: expected JSONL lines of {{'id': str, 'prompt': str}}")
+        raise SystemExit(
+            f"{path}: expected JSONL lines of {{'id': str, 'prompt': str}} or {{'id', 'messages'}}"
+        )
     return prompts, hashlib.sha256(raw).hexdigest()
+
+
+def by_workload(records: list[Doc]) -> list[tuple[str | None, list[Doc]]]:
+    """The records grouped by workload, in the file's order (None: a plain prompt set)."""
+    groups: dict[str | None, list[Doc]] = {}
+    for record in records:
+        groups.setdefault(record.get("workload"), []).append(record)
+    return list(groups.items())
+
+
+def workload_sets(groups: list[tuple[str | None, list[Doc]]]) -> list[Doc]:
+    """Each named workload as the fact names it (schema WorkloadSet): its source, size and the sha256 of
+    its records as the controller wrote them (analysis.workloads.records.digest)."""
+    sets = []
+    for name, records in groups:
+        if name is None:
+            continue
+        digest = hashlib.sha256()
+        for record in records:
+            digest.update((json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n").encode())
+        output_len = "dataset" if any("max_tokens" in r for r in records) else "fixed"
+        sets.append({"name": name, "source": str(records[0].get("set") or "unknown"), "records": len(records),
+                     "sha256": digest.hexdigest(), "output_len": output_len})  # fmt: skip
+    return sets
 
 
 def add_measurement_options(p: argparse.ArgumentParser) -> None:
@@ -341,29 +454,35 @@ def main(argv: list[str] | None = None) -> int:
     prompts, digest = load_prompts(args.prompts)
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     client = Client(args.engine, args.url, api_key, args.timeout_s)
+    work = make_work(client, args.max_tokens)
     for i in range(args.warmup):
         progress(f"warm-up {i + 1}/{args.warmup}")
-        prompt = prompts[i % len(prompts)]
-        client.complete(prompt["id"], prompt["prompt"], args.max_tokens)
+        work(prompts[i % len(prompts)])
     runs: list[Doc] = []
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
-    for conc in args.concurrency:
-        for repeat in range(1, args.repeats + 1):
-            progress(f"repeat {repeat}/{args.repeats} at concurrency {conc}")
-            watch.begin()
-            run = {"repeat": repeat, **run_once(client, prompts, args.max_tokens, conc)}
-            run["interference"] = watch.end()
-            if all(r["error"] for r in run["requests"]):
-                # Nothing came back: the caller records this cause instead of numbers.
-                cause = run["requests"][0]["error"]
-                error = f"every request failed (concurrency {conc}, repeat {repeat}): "
-                emit({"error": error + cause, "runs": runs}, args.output)
-                return 1
-            runs.append(run)
+    groups = by_workload(prompts)
+    for workload, records in groups:
+        for conc in args.concurrency:
+            for repeat in range(1, args.repeats + 1):
+                where = f"concurrency {conc}" + ("" if workload is None else f", workload {workload}")
+                progress(f"repeat {repeat}/{args.repeats} at {where}")
+                watch.begin()
+                run = {"repeat": repeat, **run_once(client, records, args.max_tokens, conc)}
+                run["interference"] = watch.end()
+                if workload is not None:
+                    run["workload"] = workload
+                if all(r["error"] for r in run["requests"]):
+                    # Nothing came back: the caller records this cause instead of numbers.
+                    cause = run["requests"][0]["error"]
+                    error = f"every request failed ({where}, repeat {repeat}): "
+                    emit({"error": error + cause, "runs": runs}, args.output)
+                    return 1
+                runs.append(run)
     version, info = server_info(client)
     benchmark = {"client": CLIENT, "prompt_set": os.path.basename(args.prompts),
                  "prompt_sha256": digest, "max_tokens": args.max_tokens, "warmup": args.warmup,
-                 "repeats": args.repeats, "concurrency": args.concurrency}  # fmt: skip
+                 "repeats": args.repeats, "concurrency": args.concurrency,
+                 "workloads": workload_sets(groups)}  # fmt: skip
     doc = {"client": CLIENT, "engine": args.engine, "engine_version": version,
            "benchmark": benchmark, "runs": runs, "server_info": info}  # fmt: skip
     emit(doc, args.output)

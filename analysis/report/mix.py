@@ -1,0 +1,118 @@
+"""The answer for a traffic mix: workloads weighed as the operator's traffic weighs them (by requests).
+
+`--mix chat=0.7,code=0.3` says 70% of requests are chat. Each config's decode rate over the mix is
+the request-weighted harmonic mean of its per-workload rates (time per token adds up over
+requests; exact when the requests generate the same number of tokens, as with the fixed output
+length), and its log variance follows by the delta method from the workloads' own. The result is a
+step table with workload "mix" (one row per host group, level and config), so the recommendation,
+the within-noise sets and SGLang's adaptive schedule are made from it as from any other table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.report.compare import HOST_KEYS, is_baseline, verdict_ci
+from analysis.stats import log_ratio_ci, straddles_zero, verdict
+
+NAME = "mix"  # the mix's workload in the table it makes
+KEYS = [*HOST_KEYS, "concurrency", "config"]
+
+
+class MixError(ValueError):
+    """A mix that cannot be read or weighed on these results."""
+
+
+def parse(text: str) -> dict[str, float]:
+    """'chat=0.7,code=0.3' -> shares summing to 1; MixError names what is wrong."""
+    shares: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, eq, value = part.partition("=")
+        try:
+            share = float(value) if eq else float("nan")
+        except ValueError:
+            share = float("nan")
+        if not name.strip() or not share >= 0:
+            raise MixError(f"--mix: {part!r} is not workload=share (e.g. chat=0.7,code=0.3)")
+        shares[name.strip()] = shares.get(name.strip(), 0.0) + share
+    total = sum(shares.values())
+    if not shares or total <= 0:
+        raise MixError("--mix: give at least one workload a share above 0")
+    return {name: share / total for name, share in shares.items() if share > 0}
+
+
+def even(step: pd.DataFrame) -> dict[str, float]:
+    """Equal shares of every named workload measured (the default mix)."""
+    names = sorted(step["workload"].dropna().astype(str).unique())
+    return {n: 1.0 / len(names) for n in names}
+
+
+def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
+    """The step table of the mix: a config missing one of the mix's workloads at a level counts as failed."""
+    measured = set(step["workload"].dropna().astype(str))
+    missing = sorted(set(shares) - measured)
+    if missing:
+        raise MixError(
+            f"--mix: {', '.join(missing)} not measured here (measured: {', '.join(sorted(measured))})"
+        )
+    t = step[step["concurrency"].notna() & step["workload"].isin(list(shares))].copy()
+    t = t.astype({c: "object" for c in ["workload", *KEYS] if c != "concurrency"})
+    share = t["workload"].map(shares).astype("float64")
+    t["_inv"] = share / t["decode_tps"]
+    total = t.groupby(KEYS, dropna=False, sort=False)["_inv"].transform("sum")
+    # d log(mix) / d log(rate_i) = (share_i / rate_i) / sum_j(share_j / rate_j); the parts' degrees
+    # of freedom combine as Welch-Satterthwaite's.
+    t["_var"] = (t["_inv"] / total) ** 2 * t["se2"]
+    t["_v2df"] = t["_var"] ** 2 / t["se_df"]
+    if "meets_sla" not in t.columns:
+        t["meets_sla"] = pd.NA
+    config_columns = [c for c in step.columns if c not in (*KEYS, "workload") and not c.startswith("_")]
+    out = t.groupby(KEYS, dropna=False, sort=False).agg(
+        **{c: (c, "first") for c in config_columns},
+        _inv=("_inv", "sum"),
+        _var=("_var", lambda v: v.sum(min_count=len(v))),
+        _v2df=("_v2df", "sum"),
+        _n=("workload", "nunique"),
+        _fail=("failures", "sum"),
+        _meets=("meets_sla", _all_known),
+        _ttft=("ttft_p99_ms", "max"),
+        _itl=("itl_p99_ms", "max"),
+    )
+    out = out.reset_index()
+    out["decode_tps"] = 1.0 / out.pop("_inv")
+    out["n_ok"] = t.groupby(KEYS, dropna=False, sort=False)["n_ok"].min().to_numpy()
+    out["se2"] = out.pop("_var")
+    out["se_df"] = out["se2"] ** 2 / out.pop("_v2df")
+    out["failures"] = out.pop("_fail") + (out.pop("_n") < len(shares)).astype(int)
+    out["ttft_p99_ms"], out["itl_p99_ms"] = out.pop("_ttft"), out.pop("_itl")
+    out["meets_sla"] = out.pop("_meets")
+    for col in ("goodput_rps", "total_tps", "user_tps"):
+        out[col] = np.nan  # per-workload figures with no meaning summed over a mix
+    out["workload"] = NAME
+    return _against_baseline(out)
+
+
+def _all_known(values: pd.Series) -> object:
+    """Whether every workload meets the SLA; <NA> when none was judged (no SLA given)."""
+    known = values.dropna()
+    return bool(known.astype(bool).all()) if len(known) else pd.NA
+
+
+def _against_baseline(out: pd.DataFrame) -> pd.DataFrame:
+    """speedup_pct and its interval against the mix's baseline of the same host group and level."""
+    level = [*HOST_KEYS, "concurrency"]
+    sides = ["decode_tps", "se2", "se_df", "ci_basis"]
+    base = out.loc[is_baseline(out), [*level, *sides]].drop_duplicates(level)
+    m = out[level].merge(base.rename(columns=lambda c: c if c in level else f"b_{c}"), on=level, how="left")
+    ratio = out["decode_tps"] / m["b_decode_tps"]
+    lo, hi = log_ratio_ci(ratio, out["se2"], out["se_df"], m["b_se2"], m["b_se_df"])
+    base_row = is_baseline(out)
+    out["speedup_pct"] = (ratio - 1.0) * 100.0
+    out["speedup_ci_lo"], out["speedup_ci_hi"] = lo.where(~base_row), hi.where(~base_row)
+    out["within_noise"] = straddles_zero(out["speedup_ci_lo"], out["speedup_ci_hi"])
+    # The verdict as the step table takes it (a one-launch interval widened by the launch prior).
+    both = pd.concat([out, m[[f"b_{c}" for c in sides[1:]]]], axis=1)
+    out["verdict_ci_lo"], out["verdict_ci_hi"] = verdict_ci(both, ratio)
+    out["verdict"] = verdict(out["verdict_ci_lo"], out["verdict_ci_hi"]).where(~base_row)
+    return out
