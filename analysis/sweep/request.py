@@ -155,6 +155,11 @@ def positive_number(name: str, value: Any) -> float | None:
     return number
 
 
+def optional_int(name: str, value: Any) -> int | None:
+    """One whole number >= 1, or None when not given."""
+    return None if value is None or value == "" else one_int(name, value)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One `-e` setting: how it is read, its default, and one line for the operator."""
@@ -179,6 +184,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("repeats", lambda n, v: one_int(n, v), 3, "measured repeats of the prompt set per level"),
     Setting("warmup", lambda n, v: one_int(n, v, 0), 1, "unmeasured warm-up requests per launch"),
     Setting("max_tokens", lambda n, v: one_int(n, v), 96, "tokens generated per request (EOS ignored)"),
+    # How each level is driven (docs/load.md): closed loop at c in flight unless request_rate.
+    Setting(
+        "bench_requests", optional_int, None, "requests per level and repeat (default max(4 x c, prompts))"
+    ),
+    Setting("bench_duration_s", positive_number, None, "instead of bench_requests: send for this long, s"),
+    Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
+    Setting("seed", lambda n, v: one_int(n, v, 0), 42, "seed of the prompts sampled (and the arrivals)"),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     # How the fleet shares the work.
@@ -249,7 +261,21 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
             errors.append(str(exc))
     if values.get("search") and values.get("steps_range"):
         values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
-    return Request(values, errors)
+    return Request(values, errors + load_problems(values))
+
+
+def load_problems(values: Mapping[str, Any]) -> list[str]:
+    """Load settings that cannot go together (each read on its own already)."""
+    requests, levels = values.get("bench_requests"), values.get("concurrency") or []
+    if requests is not None and values.get("bench_duration_s") is not None:
+        return ["bench_requests: give bench_requests or bench_duration_s, not both"]
+    if requests is not None and levels and requests < 2 * max(levels):
+        # A closed loop leaves out c - 1 requests at each end (the ramp and the drain).
+        return [
+            f"bench_requests: {requests} cannot hold concurrency {max(levels)} steady: at least "
+            f"2 x {max(levels)} = {2 * max(levels)} requests per level (default: 4 x c)"
+        ]
+    return []
 
 
 def unknown_keys(extra_vars: Mapping[str, Any], known: Iterable[str]) -> list[str]:

@@ -144,7 +144,8 @@ def test_work_that_raises_is_raised_instead_of_waited_for() -> None:
 def test_conflicting_or_bad_load_options_are_usage_errors(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = ["--engine", "llama_cpp", "--url", "http://127.0.0.1:1", "--prompts", "p.jsonl", "--max-tokens", "4"]
+    base = ["--engine", "llama_cpp", "--url", "http://127.0.0.1:1", "--prompts", "p.jsonl",
+            "--max-tokens", "4"]  # fmt: skip
     with pytest.raises(SystemExit):
         bench.parse_args([*base, *args])
     assert message in capsys.readouterr().err
@@ -198,7 +199,8 @@ def test_main_measures_each_level_in_its_window_and_records_how(stand_in: str, t
     assert bench.main(argv) == 0
     doc = json.loads(out.read_text())
     settings = from_dict(BenchmarkSettings, doc["benchmark"])
-    assert (settings.requests, settings.duration_s, settings.request_rate, settings.seed) == (None, None, None, 42)
+    how = (settings.requests, settings.duration_s, settings.request_rate, settings.seed)
+    assert how == (None, None, None, 42)
     runs = [from_dict(Run, r) for r in doc["runs"]]
     assert [(r.concurrency, r.repeat) for r in runs] == [(3, 1), (3, 2)]
     for run in runs:

@@ -387,12 +387,22 @@ def level_run(units: list[Unit], load: Load, epoch_offset: float) -> Doc:
     }
 
 
-def run_level(work: Work, records: list[Doc], load: Load, seed: str) -> Doc:
-    """One measured level over records sampled with `seed` -> Run dict without `repeat`."""
+def level_key(seed: int, concurrency: int, repeat: int) -> str:
+    """The seed of one (level, repeat): the same on every config, so each is sent the same records."""
+    return f"{seed}/{concurrency}/{repeat}"
+
+
+def record_sampler(records: list[Doc], key: str) -> Sampler:
+    """The records of one (level, repeat), as both clients draw them."""
+    return Sampler(records, random.Random(f"{key}/records"))
+
+
+def run_level(work: Work, records: list[Doc], load: Load, key: str) -> Doc:
+    """One measured level over records sampled with `key` -> Run dict without `repeat`."""
     # Two streams: the records sent must not depend on how arrivals and sends interleave.
-    pick = Sampler(records, random.Random(f"{seed}/records"))
+    pick = record_sampler(records, key)
     epoch_offset = time.time() - time.perf_counter()
-    units = drive(work, pick, load, random.Random(f"{seed}/arrivals"))
+    units = drive(work, pick, load, random.Random(f"{key}/arrivals"))
     return level_run(units, load, epoch_offset)
 
 
@@ -535,8 +545,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.request_rate)  # fmt: skip
         for repeat in range(1, args.repeats + 1):
             progress(f"repeat {repeat}/{args.repeats} at concurrency {conc}")
-            # The same seed per (level, repeat) on every config: each is sent the same records.
-            run = {"repeat": repeat, **run_level(work, prompts, load, f"{args.seed}/{conc}/{repeat}")}
+            run = {"repeat": repeat, **run_level(work, prompts, load, level_key(args.seed, conc, repeat))}
             if all(r["error"] for r in run["requests"]):
                 # Nothing came back: the caller records this cause instead of numbers.
                 cause = run["requests"][0]["error"] if run["requests"] else "no request inside the window"
