@@ -8,10 +8,13 @@ why), the object itself when there is one group, a list of them when there are s
     {"sweep_id", "host", "engine", "model", "sla": {...},
      "by_concurrency": {"1": {"config", "tok_s", "speedup_ci", "within_noise", "meets_sla",
                               "goodput_rps", "speedup_pct", "total_tok_s", "per_user_tok_s",
-                              "reason", "adaptive"}, ...}}
+                              "reason", "adaptive", "level_reached", "achieved_concurrency"},
+                        ...}}
 tok_s is the median decode tok/s per request (the report's tok/s), speedup_ci the 95% interval of
 the speedup over the baseline in % (null for the baseline itself), meets_sla and goodput_rps null
-without an SLA, adaptive null where no adaptive arm was measured at that level.
+without an SLA, adaptive null where no adaptive arm was measured at that level; level_reached
+false where a config held under 90% of the level's concurrency in flight (null: not measured),
+achieved_concurrency the chosen config's mean in flight.
 """
 
 from __future__ import annotations
@@ -94,6 +97,9 @@ def _level(r: dict[str, Any], arm: dict[str, Any] | None) -> dict[str, Any]:
         "per_user_tok_s": _number(r["user_tps"]),
         "reason": r["reason"],
         "adaptive": adaptive,
+        # false: some config did not hold this level (docs/load.md); null: not measured
+        "level_reached": _flag(r["level_reached"]),
+        "achieved_concurrency": _number(r["achieved_concurrency"]),
     }
 
 

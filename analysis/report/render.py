@@ -26,6 +26,7 @@ LEGEND = [
     "~ within noise: the speedup's 95% CI includes 0; no CI: fewer than 2 good repeats on a side",
     "! noisy: per-repeat tok/s vary by more than {cv:g}% (coefficient of variation)",
     "text vs base: w17 2/8 = 2 of 8 requests differ from the baseline's text, the first at word 17 (0-based)",
+    "in flight: mean requests in flight over the measured window; < not reached: under 90% of the level",
 ]
 PROFILE_NOTE = "per env profile: median decode tok/s"
 STEP_NOTE = "; step ms: median decode step (draft + verify)"
@@ -155,6 +156,12 @@ def _failures(t: pd.DataFrame) -> list[str]:
     return [f"{n} {c}" if n > 0 else f"({c})" if isinstance(c, str) else "" for n, c in pairs]
 
 
+def _in_flight(t: pd.DataFrame) -> list[str]:
+    """Mean requests in flight over the window, `<` where the level was not reached."""
+    pairs = zip(num(t["achieved_concurrency"], ".1f"), t["level_reached"].tolist(), strict=True)
+    return [held + (" <" if reached is False else "") for held, reached in pairs]
+
+
 # (header, right-aligned?, how to make the column's cells from the step table)
 COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("", False, _marker),
@@ -166,6 +173,7 @@ COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("ITL p50/p99 ms", True, lambda t: _pair(t["itl_p50_ms"], t["itl_p99_ms"], ".1f")),
     ("step ms", True, lambda t: num(t["step_ms"], ".1f")),
     ("CV", True, _cv),
+    ("in flight", True, _in_flight),
     ("runs ok", True, lambda t: [str(n) for n in t["repeats_ok"].tolist()]),
     ("text vs base", False, _text),
     ("failures", False, _failures),
