@@ -269,8 +269,9 @@ def load_problems(values: Mapping[str, Any]) -> list[str]:
     requests, levels = values.get("bench_requests"), values.get("concurrency") or []
     if requests is not None and values.get("bench_duration_s") is not None:
         return ["bench_requests: give bench_requests or bench_duration_s, not both"]
-    if requests is not None and levels and requests < 2 * max(levels):
-        # A closed loop leaves out c - 1 requests at each end (the ramp and the drain).
+    if requests is not None and levels and requests < 2 * max(levels) and values.get("request_rate") is None:
+        # A closed loop leaves out c - 1 requests at each end (the ramp and the drain); an open
+        # loop's level is whatever its rate gives, and the table says what it was.
         return [
             f"bench_requests: {requests} cannot hold concurrency {max(levels)} steady: at least "
             f"2 x {max(levels)} = {2 * max(levels)} requests per level (default: 4 x c)"

@@ -185,6 +185,8 @@ def test_the_load_settings_are_read_as_the_client_takes_them() -> None:
     req = request.read({"bench_requests": "64", "request_rate": "2.5", "seed": "7", "concurrency": "1,16"})
     assert (req["bench_requests"], req["request_rate"], req["seed"], req.errors) == (64, 2.5, 7, [])
     assert request.read({"bench_duration_s": 30})["bench_duration_s"] == 30.0
+    # An open loop's level is what its rate gives: few requests are not refused there.
+    assert request.read({"bench_requests": 6, "concurrency": 8, "request_rate": 1}).errors == []
 
 
 @pytest.mark.parametrize(
