@@ -122,7 +122,11 @@ def main() -> int:
         finally:
             slots.stopped.set()
             server.terminate()  # the server this script started
-            server.wait(timeout=30)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(timeout=60)
     rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     head = f"llama-server, {args.model.name}, {args.max_tokens} tokens, {PROMPTS.name} (4 prompts)"
     after = rev.stdout.strip()
