@@ -113,6 +113,7 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
             "step_time_ms": step_ms[r.concurrency],
             "workload": r.workload,
             "achieved_concurrency": r.achieved_concurrency,
+            "window_output_tokens": r.window_output_tokens,
             "interfered": r.interference is not None and r.interference.flagged,
         }
         for i, r in enumerate(fact.runs)

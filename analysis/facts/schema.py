@@ -144,6 +144,13 @@ class Run(_Part, kw_only=True):
     # Time-weighted mean of requests in flight over the measured window (None: not measured).
     achieved_concurrency: float | None = None
     interference: Interference | None = None
+    # The load generator's window (docs/load.md): every request it sent this run, ramp and drain
+    # included (`requests` holds only those sent and done inside the window), the window's bounds
+    # in epoch seconds (`duration_s` is its length), and the output tokens generated inside it.
+    requests_sent: int | None = None
+    window_start_at: float | None = None
+    window_end_at: float | None = None
+    window_output_tokens: float | None = None
 
 
 class WorkloadSet(_Part, kw_only=True):
@@ -168,6 +175,13 @@ class BenchmarkSettings(_Part, kw_only=True):
     concurrency: list[int]
     # The named workloads measured at every level (empty: the one prompt set, prompt_set).
     workloads: list[WorkloadSet] = msgspec.field(default_factory=list)
+    # How each level was driven (docs/load.md): requests per level and repeat (None: 4 x c, at
+    # least one pass over the prompts) or a duration, open-loop arrivals per second (None: closed
+    # loop), the seed of the prompts sampled.
+    requests: int | None = None
+    duration_s: float | None = None
+    request_rate: float | None = None
+    seed: int | None = None
 
 
 class Timings(_Part, kw_only=True):

@@ -111,8 +111,10 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
         n_eligible=("_ok", "sum"), n_done=("_done", "sum")
     )
     counts = counts.reset_index()
+    # A level some config did not hold is not reported as met (the step table marks the rows).
+    reached = t.groupby(LEVEL, dropna=False, sort=False)["level_reached"].agg(_all_known).reset_index()
     out = t[LEVEL].drop_duplicates().merge(t.loc[chosen, [*LEVEL, *_PICKED]], on=LEVEL, how="left")
-    for part in (within, passed, counts):
+    for part in (within, passed, counts, reached):
         out = out.merge(part, on=LEVEL, how="left")
     out = out.merge(_verdicts(t), on=LEVEL, how="left")
     out["within_noise"] = [w if isinstance(w, list) else [] for w in out["within_noise"]]
@@ -123,6 +125,7 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
 _PICKED = [
     "config", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "meets_sla", "goodput_rps",
     "total_tps", "user_tps", "ttft_p99_ms", "itl_p99_ms", "verdict", "launches", "ci_basis",
+    "achieved_concurrency",
 ]  # fmt: skip
 VERDICT_KEYS = ["verdict", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "launches", "ci_basis"]
 
@@ -134,6 +137,12 @@ def _verdicts(t: pd.DataFrame) -> pd.DataFrame:
         lambda p: p.to_dict("records")
     )
     return made.rename("configs").reset_index()
+
+
+def _all_known(flags: pd.Series) -> object:
+    """Whether every row that knows it reached its level; <NA> when none knows."""
+    known = flags.dropna()
+    return pd.NA if known.empty else bool(known.all())
 
 
 def _pct(value: float) -> str:
@@ -148,6 +157,17 @@ def _speedup_text(pct: float, lo: float, hi: float) -> str:
 
 
 def _reason(r: dict[str, Any]) -> str:
+    """Why this config, in one sentence, and whether the level was held."""
+    why = _why(r)
+    reached = r.get("level_reached")
+    if reached is not None and not pd.isna(reached) and not reached:
+        held = r.get("achieved_concurrency")
+        held = f"{held:.1f}" if isinstance(held, float) and held == held else "fewer"
+        why += f"; level not reached: {held} of {r['concurrency']:g} in flight on average"
+    return why
+
+
+def _why(r: dict[str, Any]) -> str:
     """Why this config, in one sentence."""
     if not isinstance(r["config"], str):
         if r["n_done"]:

@@ -31,6 +31,7 @@ LEGEND = [
     "launch was, not how far the next run moves; its verdict allows a launch-to-launch spread",
     "‡ unsteady: a launch's first and second half of repeats disagree beyond their noise (99%)",
     "interfered: repeats measured while something else loaded the host (kept in the figures)",
+    "in flight: mean requests in flight over the measured window; < not reached: under 90% of the level",
 ]
 PROFILE_NOTE = "per env profile: median decode tok/s"
 STEP_NOTE = "; step ms: median decode step (draft + verify)"
@@ -165,6 +166,12 @@ def _failures(t: pd.DataFrame) -> list[str]:
     return [f"{n} {c}" if n > 0 else f"({c})" if isinstance(c, str) else "" for n, c in pairs]
 
 
+def _in_flight(t: pd.DataFrame) -> list[str]:
+    """Mean requests in flight over the window, `<` where the level was not reached."""
+    pairs = zip(num(t["achieved_concurrency"], ".1f"), t["level_reached"].tolist(), strict=True)
+    return [held + (" <" if reached is False else "") for held, reached in pairs]
+
+
 # (header, right-aligned?, how to make the column's cells from the step table)
 COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("", False, _marker),
@@ -176,6 +183,7 @@ COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("ITL p50/p99 ms", True, lambda t: _pair(t["itl_p50_ms"], t["itl_p99_ms"], ".1f")),
     ("step ms", True, lambda t: num(t["step_ms"], ".1f")),
     ("CV", True, _cv),
+    ("in flight", True, _in_flight),
     ("runs ok", True, lambda t: [str(n) for n in t["repeats_ok"].tolist()]),
     ("launches", True, lambda t: [str(n) for n in t["launches"].tolist()]),
     ("interfered", True, lambda t: [str(n) for n in t["interfered"].tolist()]),

@@ -99,9 +99,9 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
     """
     measured = runs[runs["run_index"].notna()]
     keys = ["fact_id", "run_index"]
-    out = measured[[*CELL[:-1], "config_id", *keys, "duration_s", "output_tokens"]].astype(
-        {"config_id": "object"}
-    )
+    out = measured[
+        [*CELL[:-1], "config_id", *keys, "duration_s", "output_tokens", "window_output_tokens"]
+    ].astype({"config_id": "object"})
     out = out.assign(total_tps=total_tps(out))
     if requests is None or requests.empty or not sla.given:
         return out.assign(goodput_rps=np.nan, slo_attainment=np.nan)

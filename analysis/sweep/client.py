@@ -38,4 +38,15 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
         f"--output={s['output']}",
         "--api-key-env=SPECSWEEP_API_KEY",
         *(f"--concurrency={c}" for c in s["concurrency"]),
+        *load_options(s),
     ]
+
+
+# How each level is driven (the sweep's bench_requests, bench_duration_s, request_rate, seed).
+LOAD_OPTIONS = {"requests": "--requests", "duration_s": "--duration-s", "request_rate": "--request-rate",
+                "seed": "--seed"}  # fmt: skip
+
+
+def load_options(s: Mapping[str, Any]) -> list[str]:
+    """The load options that are set (unset: None, or '' as a template renders it)."""
+    return [f"{flag}={s[key]}" for key, flag in LOAD_OPTIONS.items() if s.get(key) not in (None, "")]

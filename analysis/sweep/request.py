@@ -79,9 +79,9 @@ def one_int(name: str, value: Any, minimum: int = 1) -> int:
     return numbers[0]
 
 
-def optional_int(name: str, value: Any) -> int | None:
-    """One whole number >= 0, or None when not given."""
-    return None if value is None or value == "" else one_int(name, value, 0)
+def optional_int(name: str, value: Any, minimum: int = 0) -> int | None:
+    """One whole number >= minimum, or None when not given."""
+    return None if value is None or value == "" else one_int(name, value, minimum)
 
 
 def some_ints(name: str, value: Any) -> list[int]:
@@ -227,6 +227,16 @@ SETTINGS: tuple[Setting, ...] = (
         "workload_records", lambda n, v: one_int(n, v, 0), 0, "records per workload (seeded sample); 0: all"
     ),
     Setting("output_len", choice("fixed", "dataset"), "fixed", "fixed (max_tokens) or dataset (the data's)"),
+    # How each level is driven (docs/load.md): closed loop at c in flight unless request_rate.
+    Setting(
+        "bench_requests",
+        lambda n, v: optional_int(n, v, 1),
+        None,
+        "requests per level and repeat (default max(4 x c, prompts))",
+    ),
+    Setting("bench_duration_s", positive_number, None, "instead of bench_requests: send for this long, s"),
+    Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
+    Setting("seed", lambda n, v: one_int(n, v, 0), 42, "seed of the prompts sampled (and the arrivals)"),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     # How the fleet shares the work.
@@ -301,7 +311,22 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
         values["finalists"] = values["launches"] == 1
     if values.get("search") and values.get("steps_range"):
         values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
-    return Request(values, errors)
+    return Request(values, errors + load_problems(values))
+
+
+def load_problems(values: Mapping[str, Any]) -> list[str]:
+    """Load settings that cannot go together (each read on its own already)."""
+    requests, levels = values.get("bench_requests"), values.get("concurrency") or []
+    if requests is not None and values.get("bench_duration_s") is not None:
+        return ["bench_requests: give bench_requests or bench_duration_s, not both"]
+    if requests is not None and levels and requests < 2 * max(levels) and values.get("request_rate") is None:
+        # A closed loop leaves out c - 1 requests at each end (the ramp and the drain); an open
+        # loop's level is whatever its rate gives, and the table says what it was.
+        return [
+            f"bench_requests: {requests} cannot hold concurrency {max(levels)} steady: at least "
+            f"2 x {max(levels)} = {2 * max(levels)} requests per level (default: 4 x c)"
+        ]
+    return []
 
 
 def unknown_keys(extra_vars: Mapping[str, Any], known: Iterable[str]) -> list[str]:

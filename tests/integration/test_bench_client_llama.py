@@ -91,7 +91,7 @@ def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_pa
     output = tmp_path / "bench.json"
     proc, doc = run_client(llama_url, PROMPTS, "--max-tokens", str(MAX_TOKENS), "--warmup", "1",
                            "--repeats", "1", "--concurrency", "1", "--concurrency", "2",
-                           "--output", str(output))  # fmt: skip
+                           "--requests", "4", "--output", str(output))  # fmt: skip
     assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     assert doc is not None and json.loads(output.read_text()) == doc
     assert set(doc) == {"client", "engine", "engine_version", "benchmark", "runs", "server_info"}
@@ -102,9 +102,11 @@ def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_pa
     assert doc["server_info"].get("speculative") is True, doc["server_info"]
     runs = [from_dict(Run, run) for run in doc["runs"]]
     assert [(r.concurrency, r.repeat) for r in runs] == [(1, 1), (2, 1)]
-    n_prompts = len(PROMPTS.read_text().splitlines())
+    assert settings.requests == 4
     for run in runs:
-        assert len(run.requests) == n_prompts, run
+        # 4 sent; at concurrency 2 the first (ramp) and the last (drain) are left out.
+        assert run.requests_sent == 4 and len(run.requests) == 4 - 2 * (run.concurrency - 1), run
+        assert run.achieved_concurrency is not None and run.achieved_concurrency > 0.9 * run.concurrency
         for req in run.requests:
             seen = f"{req.prompt_id}: {req}"
             assert req.error is None, seen
@@ -115,7 +117,7 @@ def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_pa
         spec = run.spec
         assert spec.drafted is not None and spec.drafted > 0, spec
         assert spec.accepted is not None and 0 < spec.accepted <= spec.drafted, spec
-        assert spec.verify_steps == n_prompts * MAX_TOKENS - spec.accepted, spec
+        assert spec.verify_steps == len(run.requests) * MAX_TOKENS - spec.accepted, spec  # counted ones only
         assert spec.accept_length is not None and spec.accept_length > 1, spec
 
 
@@ -125,9 +127,10 @@ def test_failed_request_is_recorded_and_the_run_goes_on(llama_url: str, tmp_path
     fits = {"id": "fits", "prompt": "a, b, c, a, b, c, a, b,"}
     prompts.write_text(f"{json.dumps(too_long)}\n{json.dumps(fits)}\n")
     proc, doc = run_client(llama_url, prompts, "--max-tokens", "8", "--warmup", "0",
-                           "--repeats", "1")  # fmt: skip
+                           "--repeats", "1", "--requests", "2")  # fmt: skip
     assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    failed, ok = from_dict(Run, doc["runs"][0]).requests
+    sent = {q.prompt_id: q for q in from_dict(Run, doc["runs"][0]).requests}  # one pass: each once
+    failed, ok = sent["too-long"], sent["fits"]
     assert failed.error is not None and "HTTP 400" in failed.error, failed
     assert failed.output_tokens == 0, failed
     assert ok.error is None and ok.output_tokens == 8, ok

@@ -140,8 +140,8 @@ def test_every_flag_of_the_argv_is_a_bench_serving_flag(bench_src: Path) -> None
     serving = bench_src / "benchmark" / "serving.py"
     flags = parser_flags(serving)
     assert flags["--output-details"] == "switch" and flags["--max-concurrency"] == "int"  # the parse works
-    argv = bs.bench_argv(SGLANG_PY, URL, "/w/ds.json", 4, 96, 8, 1, "/w/s1.bench_serving.jsonl",
-                         ["--request-rate", "16", "--apply-chat-template"])  # fmt: skip
+    argv = bs.bench_argv(SGLANG_PY, URL, "/w/ds.json", 32, 96, 8, 1, "/w/s1.bench_serving.jsonl",
+                         ["--apply-chat-template"], seed=7, rate=2.5)  # fmt: skip
     assert_bench_serving_accepts(argv, flags)
     assert "sharegpt" in choices_of(serving, "--dataset-name")
     # --backend's choices are ASYNC_REQUEST_FUNCS' keys; its sglang entry posts to /generate.
@@ -153,8 +153,14 @@ def test_every_flag_of_the_argv_is_a_bench_serving_flag(bench_src: Path) -> None
 def test_reserved_flags_exist_and_their_abbreviations_are_refused(bench_src: Path) -> None:
     flags = parser_flags(bench_src / "benchmark" / "serving.py")
     assert set(bs.RESERVED) <= set(flags)
-    assert bs.extra_problem(["--request-rate", "16", "--apply-chat-template"]) is None
-    for extra in (["--seed", "1"], ["--max-conc=4"], ["--output-f", "x"], ["--disable-stream"]):
+    assert bs.extra_problem(["--apply-chat-template"]) is None
+    for extra in (
+        ["--request-rate", "16"],
+        ["--seed", "1"],
+        ["--max-conc=4"],
+        ["--output-f", "x"],
+        ["--disable-stream"],
+    ):
         problem = bs.extra_problem(extra)
         assert problem is not None and extra[0].split("=")[0] in problem
 
@@ -321,7 +327,7 @@ def run_adapter(exe: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, 
 def test_main_runs_bench_serving_per_repeat_with_these_exact_argvs(fake_sglang: Path, tmp_path: Path) -> None:
     jsonl = tmp_path / "s2-k1-d3.bench_serving.jsonl"
     jsonl.write_text("a stale line from an earlier attempt\n")
-    rc, doc = run_adapter(fake_sglang, tmp_path, "--extra-arg=--request-rate", "--extra-arg=16")
+    rc, doc = run_adapter(fake_sglang, tmp_path, "--request-rate=16", "--extra-arg=--apply-chat-template")
     assert rc == 0, doc.get("error")
     argvs = [json.loads(line) for line in (tmp_path / "argv.log").read_text().splitlines()]
     dataset = str(tmp_path / "s2-k1-d3.bench_serving.sharegpt.json")
@@ -329,15 +335,17 @@ def test_main_runs_bench_serving_per_repeat_with_these_exact_argvs(fake_sglang: 
     def expected(warmup: int) -> list[str]:
         return ["-m", "sglang.bench_serving", "--backend", "sglang", "--base-url", URL,
                 "--dataset-name", "sharegpt", "--dataset-path", dataset, "--num-prompts", "4",
-                "--sharegpt-output-len", "8", "--max-concurrency", "1", "--warmup-requests", str(warmup),
-                "--flush-cache", "--seed", "42", "--output-file", str(jsonl), "--output-details",
-                "--disable-tqdm", "--request-rate", "16"]  # fmt: skip
+                "--sharegpt-output-len", "8", "--max-concurrency", "1", "--request-rate", "16.0",
+                "--warmup-requests", str(warmup), "--flush-cache", "--seed", "42", "--output-file",
+                str(jsonl), "--output-details", "--disable-tqdm", "--apply-chat-template"]  # fmt: skip
 
     # Warm-up once per config, as specsweep_bench.py does.
     assert argvs == [expected(1), expected(0)]
     assert jsonl.read_text().splitlines() == FIXTURE.read_text().splitlines()  # raw kept, stale line gone
-    shared = json.loads(Path(dataset).read_text())
-    assert [d["id"] for d in shared] == PROMPT_IDS
+    shared = json.loads(Path(dataset).read_text())  # the last run's: the records drawn, in that order
+    drawn = bs.record_sampler([{"id": p} for p in PROMPT_IDS], bs.level_key(42, 1, 2))
+    assert [d["id"] for d in shared] == [drawn()["id"] for _ in PROMPT_IDS]
+    assert sorted(d["id"] for d in shared) == sorted(PROMPT_IDS)  # max(4 x 1, 4 prompts): one pass
     log = (tmp_path / "s2-k1-d3.bench_serving.log").read_text()
     assert log.count("Serving Benchmark Result") == 2 and "auth sk-test" in log  # key via env, not argv
     assert "sk-test" not in json.dumps(argvs)
@@ -453,3 +461,12 @@ def test_role_argv_passes_only_options_the_adapter_knows() -> None:
     assert client["choices"] == ["specsweep", "sglang"] and client["default"] == "specsweep"
     defaults = yaml.safe_load((REPO / "roles/benchmark/defaults/main.yml").read_text())
     assert defaults["benchmark_client"] == "specsweep" and defaults["benchmark_sglang_extra_args"] == []
+
+
+def test_bench_serving_has_no_duration_mode_so_the_adapter_refuses_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        bs.parse_args(["--sglang-python=p", f"--url={URL}", f"--prompts={PROMPTS}", "--max-tokens=8",
+                       f"--jsonl={tmp_path / 'x.jsonl'}", "--duration-s=30"])  # fmt: skip
+    assert "bench_serving sends a number of prompts (use --requests)" in capsys.readouterr().err

@@ -29,6 +29,10 @@ SETTINGS: dict[str, Any] = {
     "request_timeout_s": 300,
     "output": "/var/tmp/specsweep/sw/s1.bench.json",
     "concurrency": [1, 4],
+    "requests": None,
+    "duration_s": "",  # how a template renders an unset value when not native
+    "request_rate": None,
+    "seed": 42,
     "sglang_python": "/opt/sglang/bin/python",
     "sglang_jsonl": "/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
     "sglang_extra_args": [],
@@ -45,6 +49,7 @@ COMMON = [
     "--api-key-env=SPECSWEEP_API_KEY",
     "--concurrency=1",
     "--concurrency=4",
+    "--seed=42",
 ]
 
 
@@ -113,3 +118,13 @@ def test_the_filter_hands_the_role_this_function() -> None:
 def test_the_role_passes_every_setting_the_function_reads() -> None:
     role_vars = yaml.safe_load((REPO / "roles" / "benchmark" / "vars" / "main.yml").read_text())
     assert set(role_vars["benchmark_settings"]) == set(SETTINGS)
+
+
+def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:
+    settings = {**SETTINGS, "requests": 64, "request_rate": 2.5, "seed": 7}
+    argv = client_argv(settings)
+    assert argv[-3:] == ["--requests=64", "--request-rate=2.5", "--seed=7"]
+    args = load_plugin("roles/benchmark/files/specsweep_bench.py").parse_args(argv[2:])
+    assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
+    args = adapter().parse_args(client_argv({**settings, "client": "sglang"})[2:])
+    assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)

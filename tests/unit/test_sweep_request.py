@@ -20,6 +20,7 @@ DEFAULTS = {
     "launches": 1, "order": "random", "order_seed": None, "baseline_every": 10, "race": False,
     "finalists": True,  # decided: one launch -> the finalists are launched again
     "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed",
+    "bench_requests": None, "bench_duration_s": None, "request_rate": None, "seed": 42,
     "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
     "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
     "plan_only": False, "sweep_id": "", "resume": "", "target": "sweep", "results_dir": "",
@@ -157,6 +158,11 @@ def test_an_slo_is_a_positive_number_or_unset(given: dict[str, Any], expected: f
         ("target", "sweep\nall", "target: must not contain a newline or NUL"),
         ("resume", "../x", "resume: '../x' may use letters, digits, '.', '_' and '-' only"),
         ("search", "grid", "search: 'grid' is not one of: '', 'steps'"),
+        ("bench_requests", "0", "bench_requests: 0 is below the minimum of 1"),
+        ("bench_requests", "8,16", "bench_requests: expected one whole number >= 1, got '8,16'"),
+        ("bench_duration_s", "-5", "bench_duration_s: expected a number > 0, got '-5'"),
+        ("request_rate", "fast", "request_rate: expected a number > 0, got 'fast'"),
+        ("seed", "-1", "seed: -1 is below the minimum of 0"),
     ],
 )
 def test_each_setting_is_refused_by_name(name: str, value: Any, error: str) -> None:
@@ -176,3 +182,27 @@ def test_the_sweeps_slos_become_the_analysis_options_and_an_unset_one_none() -> 
         "--sla-ttft-p99-ms", "200.0", "--sla-itl-p99-ms", "25",
     ]  # fmt: skip
     assert request.sla_options({}) == []
+
+
+def test_the_load_settings_are_read_as_the_client_takes_them() -> None:
+    req = request.read({"bench_requests": "64", "request_rate": "2.5", "seed": "7", "concurrency": "1,16"})
+    assert (req["bench_requests"], req["request_rate"], req["seed"], req.errors) == (64, 2.5, 7, [])
+    assert request.read({"bench_duration_s": 30})["bench_duration_s"] == 30.0
+    # An open loop's level is what its rate gives: few requests are not refused there.
+    assert request.read({"bench_requests": 6, "concurrency": 8, "request_rate": 1}).errors == []
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ({"bench_requests": 8, "bench_duration_s": 20},
+         "bench_requests: give bench_requests or bench_duration_s, not both"),
+        ({"bench_requests": 20, "concurrency": "1,4,16"},
+         "bench_requests: 20 cannot hold concurrency 16 steady: at least 2 x 16 = 32 requests per level "
+         "(default: 4 x c)"),
+    ],
+)  # fmt: skip
+def test_load_settings_that_cannot_go_together_are_refused_at_plan_time(
+    given: dict[str, Any], error: str
+) -> None:
+    assert request.read(given).errors == [error]

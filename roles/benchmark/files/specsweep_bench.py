@@ -10,11 +10,13 @@ import hashlib
 import http.client
 import json
 import os
+import queue
+import random
 import sys
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple, Optional
 
 import specsweep_interference  # beside this script on the host (the benchmark role copies both)
 
@@ -287,7 +289,184 @@ class Client:
             conn.close()
 
 
-def make_work(client: Client, max_tokens: int) -> Callable[[Doc], list[tuple[Doc, Any]]]:
+# A unit of work is one record of the workload: one completion (one result) or one conversation
+# (a result per turn). The scheduler calls work(record) and keeps the level's load; what a unit
+# sends is the workload's business (the seam: work(record) -> [(RequestResult dict, counters)]).
+Outcomes = list[tuple[Doc, Optional[Doc]]]
+Work = Callable[[Doc], Outcomes]
+REQUESTS_PER_LEVEL = 4  # a level sends at least this many times its concurrency by default
+
+
+class Load(NamedTuple):
+    """How one level is driven: `concurrency` in flight (closed loop), or Poisson arrivals at `rate`
+    per second with at most `concurrency` in flight (open loop: bench_serving's --request-rate with
+    --max-concurrency); `requests` units sent, or as many as start within `duration_s`."""
+
+    concurrency: int
+    requests: int
+    duration_s: float | None = None
+    rate: float | None = None
+
+
+class Unit(NamedTuple):
+    """One finished unit of work: when it was sent and when done (one clock), and its outcomes."""
+
+    sent: float
+    done: float
+    outcomes: Outcomes
+
+
+class Sampler:
+    """The workload's records in seeded shuffled passes: each record once per pass, so N requests
+    cover the set evenly, and every config is sent the same sequence for the same seed."""
+
+    def __init__(self, records: list[Doc], rng: random.Random):
+        """Draw from `records` with `rng`."""
+        self.records, self.rng = records, rng
+        self.order: list[int] = []
+
+    def __call__(self) -> Doc:
+        """The next record."""
+        if not self.order:
+            self.order = list(range(len(self.records)))
+            self.rng.shuffle(self.order)
+        return self.records[self.order.pop()]
+
+
+def drive(work: Work, pick: Callable[[], Doc], load: Load, rng: random.Random,
+          clock: Callable[[], float] = time.perf_counter) -> list[Unit]:  # fmt: skip
+    """Run one level -> every unit sent, in the order sent. Closed loop: a finished unit is replaced
+    at once until `requests` were sent (or `duration_s` has passed). Open loop: units arrive at
+    seeded Poisson times and wait for a free slot (bench_serving's semaphore)."""
+    finished: queue.Queue = queue.Queue()
+
+    def job(index: int, record: Doc) -> None:
+        try:
+            outcomes = work(record)
+        except BaseException as exc:  # handed to the loop, which would otherwise wait for ever
+            finished.put((index, clock(), exc))
+            return
+        finished.put((index, clock(), outcomes))
+
+    sent: list[float] = []
+    units: dict[int, Unit] = {}
+    start = clock()
+
+    def more(at: float, count: int) -> bool:
+        return at - start < load.duration_s if load.duration_s is not None else count < load.requests
+
+    arrived, next_arrival = 0, start  # open loop only
+
+    def ready() -> bool:
+        return more(clock(), len(sent)) if load.rate is None else len(sent) < arrived
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=load.concurrency) as pool:
+        while True:
+            now = clock()
+            while load.rate is not None and next_arrival is not None and next_arrival <= now:
+                if more(next_arrival, arrived):
+                    arrived, next_arrival = arrived + 1, next_arrival + rng.expovariate(load.rate)
+                else:
+                    next_arrival = None
+            while len(sent) - len(units) < load.concurrency and ready():
+                sent.append(clock())
+                pool.submit(job, len(sent) - 1, pick())
+            if len(sent) == len(units) and (load.rate is None or next_arrival is None):
+                return [units[i] for i in range(len(sent))]
+            wait = None if load.rate is None or next_arrival is None else max(0.0, next_arrival - clock())
+            try:
+                index, done, outcomes = finished.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if isinstance(outcomes, BaseException):
+                raise outcomes
+            units[index] = Unit(sent[index], done, outcomes)
+
+
+def _overlap(lo: float, hi: float, a: float, b: float) -> float:
+    """Length of [lo, hi] inside [a, b]."""
+    return max(0.0, min(hi, b) - max(lo, a))
+
+
+def window(units: list[Unit], load: Load) -> tuple[float, float]:
+    """The measured window of a level: (opens, closes) on the units' clock.
+
+    Opens when the level is reached: at the c-th send in a closed loop (c in flight), at the first
+    send in an open loop (arrivals do not wait for the server). Closes at the first completion after
+    the last send: from then on nothing replaces what finishes and the load drains.
+    """
+    sends = sorted(u.sent for u in units)
+    opens = sends[min(load.concurrency, len(sends)) - 1] if load.rate is None else sends[0]
+    closes = min((u.done for u in units if u.done > sends[-1]), default=max(u.done for u in units))
+    return opens, closes
+
+
+def in_window_tokens(units: list[Unit], opens: float, closes: float) -> float:
+    """Output tokens generated inside the window: each unit's tokens spread evenly from its first
+    token to its end (the throughput of the window, whatever units straddle its edges)."""
+    total = 0.0
+    for u in units:
+        tokens = sum(r["output_tokens"] for r, _ in u.outcomes if r["error"] is None)
+        first = u.sent + (u.outcomes[0][0]["ttft_s"] if u.outcomes else 0.0)
+        span = u.done - first
+        if span > 0:
+            total += tokens * _overlap(first, u.done, opens, closes) / span
+        elif opens <= first <= closes:
+            total += tokens
+    return total
+
+
+def level_run(units: list[Unit], load: Load, epoch_offset: float) -> Doc:
+    """Run dict without `repeat`: the figures of the units sent and done inside the window.
+
+    The units sent before the window opens (the first c - 1 of a closed loop: the ramp) and those
+    done after it closes (the last c - 1: the drain) load the server but are left out of the
+    figures; `achieved_concurrency` is the time-weighted mean of units in flight over the window.
+    """
+    opens, closes = window(units, load)
+    length = closes - opens
+    counted = [u for u in units if u.sent >= opens and u.done <= closes]
+    outcomes = [o for u in counted for o in u.outcomes]
+    in_flight = sum(_overlap(u.sent, u.done, opens, closes) for u in units)
+    return {
+        "concurrency": load.concurrency,
+        "duration_s": length,
+        "requests": [r for r, _ in outcomes],
+        "spec": aggregate_spec([c for _, c in outcomes if c is not None]),
+        "achieved_concurrency": in_flight / length if length > 0 else None,
+        "requests_sent": sum(len(u.outcomes) for u in units),
+        "window_start_at": opens + epoch_offset,
+        "window_end_at": closes + epoch_offset,
+        "window_output_tokens": in_window_tokens(units, opens, closes),
+    }
+
+
+def level_key(seed: int, concurrency: int, repeat: int) -> str:
+    """The seed of one (level, repeat): the same on every config, so each is sent the same records."""
+    return f"{seed}/{concurrency}/{repeat}"
+
+
+def record_sampler(records: list[Doc], key: str) -> Sampler:
+    """The records of one (level, repeat), as both clients draw them."""
+    return Sampler(records, random.Random(f"{key}/records"))
+
+
+def run_level(work: Work, records: list[Doc], load: Load, key: str) -> Doc:
+    """One measured level over records sampled with `key` -> Run dict without `repeat`."""
+    # Two streams: the records sent must not depend on how arrivals and sends interleave.
+    pick = record_sampler(records, key)
+    epoch_offset = time.time() - time.perf_counter()
+    units = drive(work, pick, load, random.Random(f"{key}/arrivals"))
+    return level_run(units, load, epoch_offset)
+
+
+def requests_per_level(concurrency: int, records: int, requests: int | None) -> int:
+    """Units a level sends: as asked, else REQUESTS_PER_LEVEL x its concurrency and at least one
+    pass over the records."""
+    return requests if requests is not None else max(REQUESTS_PER_LEVEL * concurrency, records)
+
+
+def make_work(client: Client, max_tokens: int) -> Work:
     """work(record) -> [(RequestResult dict, counters or None)]: one unit of traffic, every turn of it.
 
     A completion record is one request; a chat record is its conversation, each follow-up sent after
@@ -295,7 +474,7 @@ def make_work(client: Client, max_tokens: int) -> Callable[[Doc], list[tuple[Doc
     record's own `max_tokens` (output_len=dataset) beats the run's. An operator's private record keeps
     no response text."""
 
-    def work(record: Doc) -> list[tuple[Doc, Any]]:
+    def work(record: Doc) -> Outcomes:
         limit = record.get("max_tokens") or max_tokens
         if "messages" not in record:
             return [client.complete(record["id"], record["prompt"], limit)]
@@ -314,18 +493,6 @@ def make_work(client: Client, max_tokens: int) -> Callable[[Doc], list[tuple[Doc
         return out
 
     return work
-
-
-def run_once(client: Client, prompts: list[Doc], max_tokens: int, conc: int) -> Doc:
-    """Send the whole prompt set with `conc` in flight -> Run dict without `repeat`."""
-    start = time.perf_counter()
-    work = make_work(client, max_tokens)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=conc) as pool:
-        futures = [pool.submit(work, p) for p in prompts]
-        outcomes = [o for f in futures for o in f.result()]
-    spec = aggregate_spec([c for _, c in outcomes if c is not None])
-    return {"concurrency": conc, "duration_s": time.perf_counter() - start,
-            "requests": [r for r, _ in outcomes], "spec": spec}  # fmt: skip
 
 
 def server_info(client: Client) -> tuple[str | None, Doc]:
@@ -420,6 +587,21 @@ def add_measurement_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", help="name of the env var holding the API key")
     p.add_argument("--timeout-s", type=float, default=600.0, help="per request")
     p.add_argument("--output", help="also write the document to this file")
+    p.add_argument("--requests", type=int, help="per level and repeat (default: max(4 x c, records))")
+    p.add_argument("--duration-s", type=float, help="instead: send for this long per level and repeat")
+    p.add_argument("--request-rate", type=float, help="open loop: Poisson arrivals/s, at most c in flight")
+    p.add_argument("--seed", type=int, default=42, help="seed of the records sent (and of the arrivals)")
+
+
+def load_problem(args: argparse.Namespace) -> str | None:
+    """Why these load options cannot be used together, or None (the plan checks them first)."""
+    if args.requests is not None and args.duration_s is not None:
+        return "give --requests or --duration-s, not both"
+    for name in ("requests", "duration_s", "request_rate"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            return f"--{name.replace('_', '-')} must be > 0"
+    return None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -431,7 +613,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.concurrency = args.concurrency or [1]
     if min(args.max_tokens, args.repeats, *args.concurrency) < 1 or args.warmup < 0:
         p.error("--max-tokens, --repeats, --concurrency must be >= 1, --warmup >= 0")
+    problem = load_problem(args)
+    if problem:
+        p.error(problem)
     return args
+
+
+def load_settings(args: argparse.Namespace) -> Doc:
+    """How the levels were driven, for the fact's benchmark settings."""
+    return {"requests": args.requests, "duration_s": args.duration_s, "request_rate": args.request_rate,
+            "seed": args.seed}  # fmt: skip
 
 
 def emit(doc: Doc, output: str | None) -> None:
@@ -463,17 +654,20 @@ def main(argv: list[str] | None = None) -> int:
     groups = by_workload(prompts)
     for workload, records in groups:
         for conc in args.concurrency:
+            load = Load(conc, requests_per_level(conc, len(records), args.requests), args.duration_s,
+                        args.request_rate)  # fmt: skip
             for repeat in range(1, args.repeats + 1):
                 where = f"concurrency {conc}" + ("" if workload is None else f", workload {workload}")
                 progress(f"repeat {repeat}/{args.repeats} at {where}")
+                key = level_key(args.seed, conc, repeat) + ("" if workload is None else f"/{workload}")
                 watch.begin()
-                run = {"repeat": repeat, **run_once(client, records, args.max_tokens, conc)}
+                run = {"repeat": repeat, **run_level(work, records, load, key)}
                 run["interference"] = watch.end()
                 if workload is not None:
                     run["workload"] = workload
                 if all(r["error"] for r in run["requests"]):
                     # Nothing came back: the caller records this cause instead of numbers.
-                    cause = run["requests"][0]["error"]
+                    cause = run["requests"][0]["error"] if run["requests"] else "no request inside the window"
                     error = f"every request failed ({where}, repeat {repeat}): "
                     emit({"error": error + cause, "runs": runs}, args.output)
                     return 1
@@ -481,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     version, info = server_info(client)
     benchmark = {"client": CLIENT, "prompt_set": os.path.basename(args.prompts),
                  "prompt_sha256": digest, "max_tokens": args.max_tokens, "warmup": args.warmup,
-                 "repeats": args.repeats, "concurrency": args.concurrency,
+                 "repeats": args.repeats, "concurrency": args.concurrency, **load_settings(args),
                  "workloads": workload_sets(groups)}  # fmt: skip
     doc = {"client": CLIENT, "engine": args.engine, "engine_version": version,
            "benchmark": benchmark, "runs": runs, "server_info": info}  # fmt: skip

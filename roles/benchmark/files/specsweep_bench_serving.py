@@ -6,7 +6,13 @@ runs in SGLang's environment (--sglang-python). Checked against sglang 0.5.23; `
 a line of sglang/benchmark/serving.py, `sharegpt.py:N` of sglang/benchmark/datasets/sharegpt.py.
 
 What bench_serving measures, and how it lands in the fact:
-- prompts: our prompt set as a ShareGPT file (first turn = prompt); sent as /generate `text`,
+- load: --num-prompts N (benchmark_requests; default max(4 x c, prompts)) records drawn as
+  specsweep_bench.py draws them (record_sampler, the same seed), written as the dataset in that
+  order; --max-concurrency c; --request-rate (benchmark_request_rate; default inf: a closed loop
+  at c); --seed. bench_serving has no duration mode (--duration-s is refused), and its result has
+  no per-request send times, so its figures cover every request (ramp and drain included) and
+  achieved_concurrency is its own `concurrency` (sum of latencies / duration, serving.py).
+- prompts: those records as a ShareGPT file (first turn = prompt); sent as /generate `text`,
   greedy (--temperature defaults to 0.0, serving.py:2560), EOS ignored (serving.py:703, unless
   --disable-ignore-eos), --sharegpt-output-len tokens each (sharegpt.py:129-131): the requests
   specsweep_bench.py sends.
@@ -41,13 +47,24 @@ import urllib.parse
 from typing import Any
 
 import specsweep_interference
-from specsweep_bench import add_measurement_options, emit, load_prompts, progress, sglang_server_facts
+from specsweep_bench import (
+    add_measurement_options,
+    emit,
+    level_key,
+    load_problem,
+    load_prompts,
+    load_settings,
+    progress,
+    record_sampler,
+    requests_per_level,
+    sglang_server_facts,
+)
 
 CLIENT = "sglang.bench_serving"
 # 0.5.23 keeps this name as an alias of sglang.benchmark.serving (sglang/bench_serving.py);
 # older 0.5.x releases only have this one.
 MODULE = "sglang.bench_serving"
-# bench_serving's default (serving.py:2554), passed explicitly: the prompt order depends on it.
+# bench_serving's default (serving.py:2554), as the seed setting's: the prompt order depends on it.
 SEED = 42
 # Seconds for bench_serving to start (imports, tokenizer load) on top of its requests.
 STARTUP_S = 300
@@ -57,7 +74,7 @@ RESERVED = (
     "--backend", "--base-url", "--host", "--port", "--dataset-name", "--dataset-path",
     "--num-prompts", "--sharegpt-output-len", "--sharegpt-context-len", "--max-concurrency",
     "--warmup-requests", "--flush-cache", "--seed", "--output-file", "--output-details",
-    "--disable-stream", "--disable-ignore-eos", "--dataset-offset",
+    "--disable-stream", "--disable-ignore-eos", "--dataset-offset", "--request-rate",
 )  # fmt: skip
 DETAILS = ("output_lens", "ttfts", "itls", "generated_texts", "errors")
 Doc = dict[str, Any]
@@ -92,9 +109,9 @@ def extra_problem(extra: list[str]) -> str | None:
 
 def bench_argv(
     python: str, url: str, dataset: str, n_prompts: int, max_tokens: int, concurrency: int,
-    warmup: int, jsonl: str, extra: list[str],
+    warmup: int, jsonl: str, extra: list[str], seed: int = SEED, rate: float | None = None,
 ) -> list[str]:  # fmt: skip
-    """One bench_serving run of the whole prompt set at one concurrency (an argv, never a shell)."""
+    """One bench_serving run of the dataset at one concurrency (an argv, never a shell)."""
     return [
         python, "-m", MODULE,
         "--backend", "sglang",  # POST {base_url}/generate (serving.py:995, 692)
@@ -103,10 +120,12 @@ def bench_argv(
         "--dataset-path", dataset,
         "--num-prompts", str(n_prompts),
         "--sharegpt-output-len", str(max_tokens),
-        "--max-concurrency", str(concurrency),  # request rate stays inf: all queued at once
+        "--max-concurrency", str(concurrency),
+        # inf (bench_serving's default): all queued at once, c in flight (a closed loop)
+        *(["--request-rate", str(rate)] if rate is not None else []),
         "--warmup-requests", str(warmup),
         "--flush-cache",  # after the warm-up: prefix cache and spec counters start empty
-        "--seed", str(SEED),
+        "--seed", str(seed),
         "--output-file", jsonl,  # appended, one line per run (serving.py:1961)
         "--output-details",
         "--disable-tqdm",
@@ -143,7 +162,9 @@ def request_result(prompt_id: str, tokens: int, ttft: float, itls: list[float], 
     }
 
 
-def convert_line(line: Doc, prompt_ids: list[str], repeat: int, concurrency: int) -> tuple[Doc, Doc]:
+def convert_line(
+    line: Doc, prompt_ids: list[str], repeat: int, concurrency: int, seed: int = SEED
+) -> tuple[Doc, Doc]:
     """(Run dict, its aggregates) from one bench_serving JSONL line; BenchError if it is unusable."""
     missing = [k for k in (*DETAILS, "duration") if k not in line]
     if missing:
@@ -151,8 +172,8 @@ def convert_line(line: Doc, prompt_ids: list[str], repeat: int, concurrency: int
     counts = {k: len(line[k]) for k in DETAILS}
     if set(counts.values()) != {len(prompt_ids)}:
         raise BenchError(f"bench_serving returned {counts} results for {len(prompt_ids)} prompts")
-    # Result j is prompt order[j]; listed in prompt-file order, as specsweep_bench.py lists them.
-    position = {i: j for j, i in enumerate(bench_order(len(prompt_ids)))}
+    # Result j is prompt order[j]; listed in the order drawn (the dataset's).
+    position = {i: j for j, i in enumerate(bench_order(len(prompt_ids), seed))}
     requests = [
         request_result(pid, *(line[k][position[i]] for k in DETAILS)) for i, pid in enumerate(prompt_ids)
     ]
@@ -160,8 +181,11 @@ def convert_line(line: Doc, prompt_ids: list[str], repeat: int, concurrency: int
     accept = float(accept) if isinstance(accept, (int, float)) and not isinstance(accept, bool) else None
     spec = {"drafted": None, "accepted": None, "verify_steps": None, "accept_length": accept,
             "accept_rate": None}  # fmt: skip
+    achieved = line.get("concurrency")  # bench_serving's: sum of latencies / duration
+    achieved = float(achieved) if isinstance(achieved, (int, float)) and math.isfinite(achieved) else None
     run = {"repeat": repeat, "concurrency": concurrency, "duration_s": float(line["duration"]),
-           "requests": requests, "spec": spec}  # fmt: skip
+           "requests": requests, "spec": spec, "achieved_concurrency": achieved,
+           "requests_sent": len(prompt_ids)}  # fmt: skip
     aggregates = {k: _finite(v) for k, v in line.items() if not isinstance(v, (list, dict))}
     return run, {"concurrency": concurrency, "repeat": repeat, **aggregates}
 
@@ -216,6 +240,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--max-tokens must be >= 4 (bench_serving: 'output_len too small', sharegpt.py:68)")
     if not args.jsonl.endswith(".jsonl"):
         p.error("--jsonl must end with .jsonl")
+    problem = load_problem(args)
+    if problem or args.duration_s is not None:
+        p.error(problem or "--duration-s: bench_serving sends a number of prompts (use --requests)")
     return args
 
 
@@ -223,15 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     """Every (concurrency, repeat) through bench_serving; exit 1 if a run failed or got nothing."""
     args = parse_args(argv)
     prompts, digest = load_prompts(args.prompts)
-    prompt_ids = [p["id"] for p in prompts]
     problem = extra_problem(args.extra_arg)
     if problem:
         emit({"error": problem, "runs": []}, args.output)
         return 1
     base = args.jsonl[: -len(".jsonl")]
     dataset, log = f"{base}.sharegpt.json", f"{base}.log"
-    with open(dataset, "w", encoding="utf-8") as fh:
-        json.dump(sharegpt_dataset(prompts), fh)
     for stale in (args.jsonl, log):  # a resumed config measures again from scratch
         if os.path.exists(stale):
             os.remove(stale)
@@ -245,20 +269,26 @@ def main(argv: list[str] | None = None) -> int:
     warmup = args.warmup  # once per config, like specsweep_bench.py
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     for conc in args.concurrency:
+        n = requests_per_level(conc, len(prompts), args.requests)
         for repeat in range(1, args.repeats + 1):
             where = f"concurrency {conc}, repeat {repeat}"
             progress(f"repeat {repeat}/{args.repeats} at concurrency {conc} (bench_serving)")
-            cmd = bench_argv(args.sglang_python, args.url, dataset, len(prompts), args.max_tokens, conc,
-                             warmup, args.jsonl, args.extra_arg)  # fmt: skip
-            rounds = math.ceil((len(prompts) + warmup) / conc)
+            pick = record_sampler(prompts, level_key(args.seed, conc, repeat))
+            sent = [pick() for _ in range(n)]
+            with open(dataset, "w", encoding="utf-8") as fh:
+                json.dump(sharegpt_dataset(sent), fh)
+            cmd = bench_argv(args.sglang_python, args.url, dataset, n, args.max_tokens, conc, warmup,
+                             args.jsonl, args.extra_arg, seed=args.seed, rate=args.request_rate)  # fmt: skip
+            rounds = math.ceil((n + warmup) / conc)
+            arrivals = n / args.request_rate if args.request_rate else 0.0  # the mean time to send all
             watch.begin()  # bench_serving runs in the client's process group: its CPU is ours
             try:
-                run_bench(cmd, env, STARTUP_S + args.timeout_s * rounds, log, where)
+                run_bench(cmd, env, STARTUP_S + arrivals + args.timeout_s * rounds, log, where)
                 lines = read_lines(args.jsonl)
                 if len(lines) != len(runs) + 1:
                     raise BenchError(f"bench_serving wrote {len(lines) - len(runs)} result lines, not 1")
                 last = json.loads(lines[-1])
-                run, numbers = convert_line(last, prompt_ids, repeat, conc)
+                run, numbers = convert_line(last, [p["id"] for p in sent], repeat, conc, args.seed)
             except (BenchError, ValueError) as exc:
                 emit({"error": f"{where}: {exc}", "runs": runs}, args.output)
                 return 1
@@ -275,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     info.update({"bench_serving_runs": aggregates, "bench_serving_jsonl": args.jsonl})
     benchmark = {"client": CLIENT, "prompt_set": os.path.basename(args.prompts),
                  "prompt_sha256": digest, "max_tokens": args.max_tokens, "warmup": args.warmup,
-                 "repeats": args.repeats, "concurrency": args.concurrency}  # fmt: skip
+                 "repeats": args.repeats, "concurrency": args.concurrency, **load_settings(args)}  # fmt: skip
     doc = {"client": CLIENT, "engine": "sglang", "engine_version": version,
            "benchmark": benchmark, "runs": runs, "server_info": info}  # fmt: skip
     emit(doc, args.output)
