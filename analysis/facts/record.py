@@ -37,8 +37,10 @@ def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
     phase = str(raw.get("phase") or "sweep")
     cause = result.get("cause") or (bench or {}).get("error_cause") or f"{phase}_failed"
     # The client's own error says more than the job's "non-zero return code", but not more than the
-    # server's death it saw as refused connections ("server exited (signal 9: SIGKILL) ...").
-    client = None if result.get("cause") == "server_exited" else (bench or {}).get("error")
+    # server's death it saw as refused connections ("server exited (signal 9: SIGKILL) ...", or a
+    # cause its log names); a death carries the server's exit record.
+    died = result.get("cause") == "server_exited" or "exit" in result
+    client = None if died else (bench or {}).get("error")
     message = str(client or result.get("msg") or "failed")
     tail = result.get("log_tail") or raw.get("log_tail") or []
     return Failure(phase=phase, cause=str(cause), message=message.strip(), log_tail=[str(x) for x in tail])

@@ -69,9 +69,8 @@ def test_missing_model_stops_that_host_before_it_launches_anything(
     )  # fmt: skip
     assert run.proc.returncode != 0
     for host in ("sshost1", "sshost2"):
-        assert f"[{host}] FAILED: model path /opt/absent.gguf does not exist on {host}" in run.output, (
-            run.output[-3000:]
-        )
+        problem = f"model_not_found: model path /opt/absent.gguf does not exist on {host}"
+        assert f"[{host}] FAILED: {problem}" in run.output, run.output[-3000:]
     assert run.facts() == {}  # nothing was measured, so nothing was launched
     assert "launching" not in run.output
     assert not [
@@ -128,7 +127,10 @@ def test_a_truncated_model_is_named_corrupt_before_anything_launches(
                                "llama_server_assemble_model": False}),
     )  # fmt: skip
     assert run.proc.returncode != 0
-    problem = "model file /opt/truncated.gguf on sshost1 is truncated: it is 1.0 MB (1000000 bytes)"
+    # The cause's word, as a failed config's fact would name it, in the output and preflight.json.
+    problem = (
+        "model_corrupt: model file /opt/truncated.gguf on sshost1 is truncated: it is 1.0 MB (1000000 bytes)"
+    )
     assert f"[sshost1] FAILED: {problem}" in run.output, run.output[-3000:]
     preflight = json.loads((run.sweep_dir / "sshost1.preflight.json").read_text())
     assert any(p.startswith(problem) for p in preflight["problems"]), preflight
