@@ -280,7 +280,8 @@ ARGUMENT_SPEC = {
 def engine_build(argv: list[str]) -> str | None:
     """The build info a binary prints with --version (llama.cpp writes it to stderr)."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        # Bounded: a command that ignores --version and serves must not hold the preflight.
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return llama_build(proc.stdout + proc.stderr)
