@@ -106,21 +106,16 @@ def check(
     problems = []
     for name in sorted({key for _, found in layers for key in found}):
         source = next(where for where, found in layers if name in found)
-        if name in request.BY_NAME and source != "-e":
-            value = next(found[name] for _, found in layers if name in found)
-            problems.append(
-                f"{name}: {value!r} from {source} is a sweep setting, read from -e only "
-                f"(-e {name}=...): refused rather than ignored"
-            )
+        # In the inventory these are never read (-e or the sweep wins), whatever -e says.
+        placed = [(where, found[name]) for where, found in layers if where != "-e" and name in found]
+        if placed and (name in request.BY_NAME or name in SET_BY_SWEEP):
+            where, value = placed[0]
+            setting = name in request.BY_NAME
+            what = "a sweep setting, read from -e only" if setting else "set by the sweep itself"
+            use = f"-e {name}=..." if setting else SET_BY_SWEEP[name]
+            problems.append(f"{name}: {value!r} from {where} is {what}: use {use} (refused, not ignored)")
             continue
         if name not in options:
-            continue
-        if name in SET_BY_SWEEP and source != "-e":
-            value = next(found[name] for _, found in layers if name in found)
-            problems.append(
-                f"{name}: {value!r} from {source} is set by the sweep itself: use {SET_BY_SWEEP[name]} "
-                "(refused rather than ignored)"
-            )
             continue
         try:
             value = resolve(name)

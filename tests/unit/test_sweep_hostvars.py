@@ -73,16 +73,17 @@ def test_the_source_is_the_layer_that_wins() -> None:
 
 
 def test_sweep_settings_and_what_the_sweep_sets_are_refused_in_the_inventory_not_ignored() -> None:
-    layers = [("-e", {"repeats": 2, "benchmark_repeats": 5}),
+    # Refused even where -e gives the same name: the inventory's value would still be ignored.
+    layers = [("-e", {"repeats": 2, "benchmark_repeats": 5, "steps": "1"}),
               ("host vars of gpu-1", {"steps": "two", "benchmark_concurrency": 0}),
               ("group vars of gpu", {"lease_s": 60, "specsweep_engine": "sglang"})]  # fmt: skip
     assert check(layers) == [
         "benchmark_concurrency: 0 from host vars of gpu-1 is set by the sweep itself: use -e concurrency=... "
-        "(refused rather than ignored)",
-        "lease_s: 60 from group vars of gpu is a sweep setting, read from -e only (-e lease_s=...): refused "
-        "rather than ignored",
-        "steps: 'two' from host vars of gpu-1 is a sweep setting, read from -e only (-e steps=...): refused "
-        "rather than ignored",
+        "(refused, not ignored)",
+        "lease_s: 60 from group vars of gpu is a sweep setting, read from -e only: use -e lease_s=... "
+        "(refused, not ignored)",
+        "steps: 'two' from host vars of gpu-1 is a sweep setting, read from -e only: use -e steps=... "
+        "(refused, not ignored)",
     ]
 
 
