@@ -14,6 +14,7 @@ stops the night as Ctrl-C stops ansible-playbook: its servers stopped, its hosts
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
@@ -111,7 +112,7 @@ def children() -> list[int]:
     return pids
 
 
-def stop_as_ctrl_c() -> None:
+def stop_as_ctrl_c() -> dict[int, Any]:
     """On SIGTERM or SIGINT, send SIGTERM on to ansible-playbook once, and wait for it.
 
     ansible-runner's own handling cancels by SIGKILL of the playbook's process group, so its
@@ -120,6 +121,7 @@ def stop_as_ctrl_c() -> None:
     before it exits, and runner then returns its exit status as usual. The playbook runs on its own
     terminal (runner's pexpect), so a Ctrl-C here does not reach it by itself; and under systemd only
     this process is signalled (KillMode=mixed in the unit), so the release is not cut short.
+    Returns the handlers it replaced.
     """
     sent: list[int] = []
 
@@ -127,10 +129,10 @@ def stop_as_ctrl_c() -> None:
         for pid in children():
             if pid not in sent:
                 sent.append(pid)
-                os.kill(pid, signal.SIGTERM)
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                    os.kill(pid, signal.SIGTERM)
 
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+    return {signum: signal.signal(signum, forward) for signum in (signal.SIGTERM, signal.SIGINT)}
 
 
 def rotate(folder: Path, keep: int) -> list[Path]:
@@ -147,9 +149,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     night = night_id(datetime.now(UTC))
     args.dir.mkdir(parents=True, exist_ok=True)
-    stop_as_ctrl_c()
-    # Never canceled by runner (its cancel is a SIGKILL): a stop reaches the playbook as SIGTERM.
-    runner = ansible_runner.run(**runner_kwargs(args, night), cancel_callback=lambda: False)
+    previous = stop_as_ctrl_c()
+    try:
+        # Never canceled by runner (its cancel is a SIGKILL): a stop reaches the playbook as SIGTERM.
+        runner = ansible_runner.run(**runner_kwargs(args, night), cancel_callback=lambda: False)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     removed = rotate(args.dir / "reports", args.keep)
     print(f"night {night}: {runner.status} (exit {runner.rc})")
     print(f"  runner artifacts (events, stdout): {runner.config.artifact_dir}")
