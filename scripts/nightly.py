@@ -7,15 +7,18 @@ A night is named nightly-<UTC timestamp>. ansible-runner keeps its events, stdou
 in DIR/artifacts/<night>/; the playbook writes the report and the regression summary (Markdown,
 JUnit) to DIR/reports/<night>/; only the newest N of each are kept. The facts (results/<night>/)
 and the history are kept whole. Exit status: the playbook's, 0 when nothing regressed or failed.
-The systemd timer of playbooks/schedule.yml runs this.
+The systemd timer of playbooks/schedule.yml runs this. SIGTERM or SIGINT (systemctl stop, Ctrl-C)
+stops the night as Ctrl-C stops ansible-playbook: its servers stopped, its hosts released.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import shutil
+import signal
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -98,6 +101,40 @@ def runner_kwargs(args: argparse.Namespace, night: str) -> dict[str, Any]:
     }
 
 
+def children() -> list[int]:
+    """This process's child processes (ansible-runner's ansible-playbook)."""
+    pids = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            pids += [int(pid) for pid in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def stop_as_ctrl_c() -> dict[int, Any]:
+    """On SIGTERM or SIGINT, send SIGTERM on to ansible-playbook once, and wait for it.
+
+    ansible-runner's own handling cancels by SIGKILL of the playbook's process group, so its
+    interrupt handler (plugins/callback/specsweep_interrupt.py) never runs and the hosts stay held
+    until their lease runs out; given SIGTERM, the playbook stops its servers and releases its hosts
+    before it exits, and runner then returns its exit status as usual. The playbook runs on its own
+    terminal (runner's pexpect), so a Ctrl-C here does not reach it by itself; and under systemd only
+    this process is signalled (KillMode=mixed in the unit), so the release is not cut short.
+    Returns the handlers it replaced.
+    """
+    sent: list[int] = []
+
+    def forward(signum: int, frame: Any) -> None:
+        for pid in children():
+            if pid not in sent:
+                sent.append(pid)
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                    os.kill(pid, signal.SIGTERM)
+
+    return {signum: signal.signal(signum, forward) for signum in (signal.SIGTERM, signal.SIGINT)}
+
+
 def rotate(folder: Path, keep: int) -> list[Path]:
     """Remove all but the newest `keep` night folders (nightly-<timestamp> sorts by time); the removed."""
     nights = sorted(p for p in folder.glob("nightly-*") if p.is_dir())
@@ -112,7 +149,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     night = night_id(datetime.now(UTC))
     args.dir.mkdir(parents=True, exist_ok=True)
-    runner = ansible_runner.run(**runner_kwargs(args, night))
+    previous = stop_as_ctrl_c()
+    try:
+        # Never canceled by runner (its cancel is a SIGKILL): a stop reaches the playbook as SIGTERM.
+        runner = ansible_runner.run(**runner_kwargs(args, night), cancel_callback=lambda: False)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     removed = rotate(args.dir / "reports", args.keep)
     print(f"night {night}: {runner.status} (exit {runner.rc})")
     print(f"  runner artifacts (events, stdout): {runner.config.artifact_dir}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,37 @@ from analysis.facts.schema import (
     to_dict,
 )
 
+# Room a fact may take: one is ~120 KB at 3 load levels x 3 repeats (the H200 run's); texts grow with
+# max_tokens. The plan files and the report's own come on top.
+FACT_BUDGET = 1 << 20
+SWEEP_BUDGET = 16 << 20
+
+
+def space_problem(folder: Path, facts: int) -> str | None:
+    """Why `folder` (or the nearest folder above it that exists) cannot hold a sweep of `facts` facts
+    (its free space), or None. Checked at plan time: a full disk must not be found by a measurement."""
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    free = shutil.disk_usage(existing).free
+    need = facts * FACT_BUDGET + SWEEP_BUDGET
+    if free >= need:
+        return None
+    return (
+        f"results_dir: {existing} has {free / 2**20:.1f} MiB free, and this sweep's {facts} fact(s) need "
+        f"about {need / 2**20:.0f} MiB; free some space or give another -e results_dir"
+    )
+
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temp file and rename: a reader never sees half a document."""
+    """Write JSON through a temp file and rename: a reader never sees half a document, and a write
+    that fails (a full disk) leaves no temp file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
@@ -37,8 +62,10 @@ def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
     phase = str(raw.get("phase") or "sweep")
     cause = result.get("cause") or (bench or {}).get("error_cause") or f"{phase}_failed"
     # The client's own error says more than the job's "non-zero return code", but not more than the
-    # server's death it saw as refused connections ("server exited (signal 9: SIGKILL) ...").
-    client = None if result.get("cause") == "server_exited" else (bench or {}).get("error")
+    # server's death it saw as refused connections ("server exited (signal 9: SIGKILL) ...", or a
+    # cause its log names); a death carries the server's exit record.
+    died = result.get("cause") == "server_exited" or "exit" in result
+    client = None if died else (bench or {}).get("error")
     message = str(client or result.get("msg") or "failed")
     tail = result.get("log_tail") or raw.get("log_tail") or []
     return Failure(phase=phase, cause=str(cause), message=message.strip(), log_tail=[str(x) for x in tail])

@@ -129,7 +129,11 @@ def llama_cpp_env(s: Settings) -> dict[str, Any]:
 
 
 def llama_cpp_version(s: Settings) -> str | None:
-    """The pinned engine package; a custom llama_server_command reports its own build instead."""
+    """The pinned engine package when the bundled launcher runs it; a llama-server of the operator's
+    (llama_server_command) is not that package: its preflight records the build it reports."""
+    command = _words(s, "command")
+    if command and not command[-1].endswith("/specsweep_llama_server.py"):
+        return None
     return next((p for p in s.get("packages") or [] if str(p).startswith("xllamacpp")), None)
 
 

@@ -18,13 +18,15 @@ from typing import Any
 import yaml
 from ansible import context
 from ansible.errors import AnsibleActionFail
+from ansible.inventory.helpers import sort_groups
 from ansible.plugins.action import ActionBase
 from ansible.template import Templar, trust_as_template
-from ansible.utils.vars import load_extra_vars
+from ansible.utils.vars import combine_vars, load_extra_vars
+from ansible.vars.plugins import get_vars_from_inventory_sources
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.facts.record import write_json_atomic
-from analysis.sweep import identity, plan, request
+from analysis.facts.record import space_problem, write_json_atomic
+from analysis.sweep import hostvars, identity, plan, request, sweeplock
 from analysis.sweep.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,7 +97,12 @@ class ActionModule(ActionBase):
         req = request.read(given, self._templar.template(task_vars.get("specsweep_request")) or {})
         if problems or req.errors:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(problems + req.errors))
-        hosts = {h: self._host(task_vars, h) for h in task_vars["ansible_play_hosts_all"]}
+        targeted = task_vars["ansible_play_hosts_all"]
+        # Every variable the suite reads, from wherever it came, before anything is written.
+        bad = [p for h in targeted for p in self._check_variables(task_vars, h, extra)]
+        if bad:
+            raise AnsibleActionFail("Invalid host variables: " + " | ".join(dict.fromkeys(bad)))
+        hosts = {h: self._host(task_vars, h) for h in targeted}
         results_dir = Path(req["results_dir"] or REPO / "results")
         # `--tags report` alone reports an existing sweep: it names one and writes no plan over its own.
         only_report = selected["report"] and not selected["preflight"]
@@ -112,6 +119,19 @@ class ActionModule(ActionBase):
         owner = identity.run_owner(ident.run_id, ident.sweep_id, req["lease_s"])
         document = plan.document(built)
         if not (self._task.check_mode or only_report):
+            full = space_problem(results_dir, sum(len(h["entries"]) for h in built["hosts"].values()))
+            if full:
+                raise AnsibleActionFail("Invalid sweep request: " + full)
+            # This sweep id's controller lock first: a second run of it writes nothing.
+            held = sweeplock.acquire(sweeplock.lock_path(results_dir, ident.sweep_id), owner)
+            if held:
+                raise AnsibleActionFail(held)
+            mixed = sweeplock.other_plan(Path(ident.sweep_dir), built["hosts"], req.values)
+            if mixed:
+                raise AnsibleActionFail(
+                    f"sweep {ident.sweep_id} holds facts measured under another plan, which one table must "
+                    f"not mix: {'; '.join(mixed)}. Choose another sweep_id, or measure as they were."
+                )
             self._write(Path(ident.sweep_dir), ident.run_id, document)
         say = plan.describe(document) if req["plan_only"] else plan.summary(built["sweep"])
         return {**result, "changed": False, **built, "owner": owner, "phases": selected, "specsweep_say": say}
@@ -138,6 +158,23 @@ class ActionModule(ActionBase):
             lock_path=value("specsweep_lock_path", "") or f"{run_dir}/sweep.lock",
             client=str(self._resolver(raw, self._defaults("benchmark"))("benchmark_client")),
         )
+
+    def _check_variables(self, task_vars: dict[str, Any], host: str, extra: dict[str, Any]) -> list[str]:
+        """analysis.sweep.hostvars.check of one host: its variables by source, highest precedence first."""
+        inventory = task_vars["hostvars"]._inventory
+        sources = inventory._sources
+
+        def own(entity: Any) -> dict[str, Any]:
+            # Inline inventory vars, and host_vars/ or group_vars/ files (vars plugins run on demand).
+            return combine_vars(entity.get_vars(), get_vars_from_inventory_sources(
+                self._loader, sources, [entity], "task"))  # fmt: skip
+
+        entity = inventory.get_host(host)
+        layers = [("-e", extra), (f"host vars of {host}", own(entity))]
+        layers += [(f"group vars of {g.name}", own(g)) for g in reversed(sort_groups(entity.get_groups()))]
+        raw = task_vars["hostvars"].raw_get(host)
+        resolve = self._resolver(raw, {})
+        return hostvars.check(host, layers, hostvars.role_options(ROLES), resolve)
 
     def _defaults(self, role: str) -> dict[str, Any]:
         """A role's defaults as Ansible loads them: templates left to render per host (loader-cached)."""

@@ -92,6 +92,15 @@ class ActionModule(ActionBase):
             fact = record.write_fact(built, path)
         except (KeyError, TypeError, ValueError) as exc:
             raise AnsibleActionFail(f"{path}: not a valid fact: {exc}") from None  # the message says it all
+        except OSError as exc:
+            # A full or read-only results disk: say which measurement is not on disk, and where its
+            # raw output still is (the host keeps the client's output beside the server log).
+            kept = built["launch"].get("log_path") or "the host's server_process_run_dir"
+            raise AnsibleActionFail(
+                f"{where['host']}/{config_id}: fact not written to {path}: {exc.strerror or exc}; "
+                f"measured output kept on {where['host']} beside {kept}; free space, then -e resume="
+                f"{Path(where['dir']).name} measures it again"
+            ) from None
         if where.get("followed"):
             # This run's marker (an earlier run's fact must not release the followers).
             name = f"{where['host']}-{order.fact_name(config_id, launch)}.recorded"

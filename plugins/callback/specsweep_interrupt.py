@@ -4,6 +4,8 @@ releases its host locks (playbooks/release.yml), keeping every recorded fact."""
 from __future__ import annotations
 
 import atexit
+import ctypes
+import os
 import signal
 import subprocess
 import sys
@@ -24,7 +26,9 @@ description:
     over the hosts of the interrupted sweep with the same inventory and connection options, for at
     most RELEASE_TIMEOUT_S seconds. Facts already recorded are on disk and stay.
   - A controller that dies without a signal it can catch (kill -9, power loss) is covered on each
-    host by the lease its servers' supervisor watches.
+    host by the lease its servers' supervisor watches. So that the lease runs out, each worker process
+    forked from ansible-playbook is killed with it (PR_SET_PDEATHSIG); an orphaned worker would keep
+    retrying its task (a benchmark followed in slices) and each retry would renew the lease.
 requirements:
   - enabled in ansible.cfg (callbacks_enabled)
 """
@@ -44,6 +48,19 @@ CONNECTION_OPTIONS = {
     "become_method": "--become-method",
     "become_user": "--become-user",
 }
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when the one that forked it dies (Linux prctl)."""
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        return  # not Linux: the host's lease still ends, after the worker's last retry
+    if os.getppid() != parent:  # it died before the prctl took effect
+        os._exit(137)
 
 
 def release_argv(cli: Any, sweep: dict[str, Any], results_dir: str) -> list[str]:
@@ -76,6 +93,8 @@ class CallbackModule(CallbackBase):
         super().__init__()
         self._sweep: dict[str, Any] | None = None
         self._interrupted = False
+        # Workers are forks of this process (subprocess launches do not run fork hooks: ssh is spared).
+        os.register_at_fork(after_in_child=die_with_parent)
 
     def v2_playbook_on_start(self, playbook: Any) -> None:
         # Ansible's own handler (set before callbacks load) tells the workers and, for SIGINT,

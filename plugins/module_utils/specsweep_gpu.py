@@ -24,6 +24,15 @@ def parse_gpu_query(text: str) -> list[dict]:
     return gpus
 
 
+# nvidia-smi underlines the header of `topo -m` with ANSI escape codes, even into a pipe.
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain_text(text: str) -> str:
+    """`text` without ANSI escape sequences (SGR colours, cursor moves)."""
+    return _ANSI.sub("", text)
+
+
 def parse_smi_header(text: str) -> dict:
     """Driver and CUDA versions from plain `nvidia-smi` output's banner."""
     # A version starts with a digit and stays on its line: "N/A" or an empty field gives None.

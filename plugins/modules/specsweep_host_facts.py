@@ -50,6 +50,11 @@ options:
       - Models to check, each C({path, format}); C(format) is C(gguf) or C(hf) (a checkpoint folder),
         by default C(hf) for a folder and C(gguf) for a file.
   label: {type: str, description: The host's name in C(problems) (inventory hostname); default its hostname.}
+  version_argv:
+    type: list
+    elements: str
+    description:
+      - A llama-server binary's command with C(--version); its own build info is returned as C(engine_build).
 author: specsweep
 """
 
@@ -64,7 +69,15 @@ installed:
       C(stale_files) (absent or different O(files)), C(missing_paths) (O(paths) and O(models)),
       C(models) (path to C(status) - ok, not_checked, model_not_found or model_corrupt - and C(problem)),
       and C(complete) (none of these, and no corrupt model).
-problems: {type: list, returned: always, description: A sentence per import error, missing path, bad model.}
+problems:
+  type: list
+  returned: always
+  description:
+    - A sentence per import error, missing path, bad model; a model's begins with its cause (model_corrupt).
+engine_build:
+  type: str
+  returned: with O(version_argv)
+  description: The build info it printed; null when none.
 model_identity:
   type: list
   returned: always
@@ -82,7 +95,8 @@ import socket
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specsweep_gpu import parse_gpu_query, parse_smi_header
+from ansible.module_utils.specsweep_build import llama_build
+from ansible.module_utils.specsweep_gpu import parse_gpu_query, parse_smi_header, plain_text
 from ansible.module_utils.specsweep_models import check_model
 
 
@@ -180,7 +194,8 @@ def hardware() -> dict:
     if query is not None:
         facts["gpus"] = parse_gpu_query(query)
         facts.update(parse_smi_header(smi() or ""))
-        facts["gpu_topology"] = smi("topo", "-m")
+        topology = smi("topo", "-m")
+        facts["gpu_topology"] = topology and plain_text(topology)
     return facts
 
 
@@ -220,10 +235,11 @@ def check_models(entries: list[dict], label: str) -> dict:
     for entry in entries:
         found = check_model(entry["path"], entry.get("format"))
         problem = None
+        # The cause word first: the output and preflight.json name it as a failed config's fact does.
         if found["status"] == "model_not_found":
-            problem = f"model path {entry['path']} does not exist on {label}"
+            problem = f"model_not_found: model path {entry['path']} does not exist on {label}"
         elif found["corrupt"] is not None:
-            problem = f"{found['corrupt'].subject} on {label} {found['corrupt'].detail}"
+            problem = f"model_corrupt: {found['corrupt'].subject} on {label} {found['corrupt'].detail}"
         models[entry["path"]] = {**found, "problem": problem}
     return models
 
@@ -257,7 +273,18 @@ ARGUMENT_SPEC = {
         },
     },
     "label": {"type": "str"},
+    "version_argv": {"type": "list", "elements": "str"},
 }
+
+
+def engine_build(argv: list[str]) -> str | None:
+    """The build info a binary prints with --version (llama.cpp writes it to stderr)."""
+    try:
+        # Bounded: a command that ignores --version and serves must not hold the preflight.
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return llama_build(proc.stdout + proc.stderr)
 
 
 def main() -> None:
@@ -278,6 +305,8 @@ def main() -> None:
     }
     if p["hardware"]:
         result["host_facts"] = hardware()
+    if p["version_argv"]:
+        result["engine_build"] = engine_build(p["version_argv"])
     module.exit_json(changed=False, **result)
 
 

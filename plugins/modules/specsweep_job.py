@@ -17,8 +17,9 @@ description:
   - A non-zero exit fails with C(rc), C(stdout) and C(stderr), like M(ansible.builtin.command).
   - With O(server_pidfile) (the specsweep_server record) it also watches the server the command measures.
     When the server has exited while the command runs (or the command failed after it did), the command is
-    stopped and the call fails with C(cause=server_exited), a C(msg) that gives the server's exit status or
-    signal, C(exit), C(log_tail) (of O(server_log)), and what the command printed so far.
+    stopped and the call fails with C(cause=server_exited), or the cause its log names (specsweep_logs, e.g.
+    C(out_of_memory)), a C(msg) that gives the server's exit status or signal and that log line, C(exit),
+    C(log_tail) (of O(server_log)), and what the command printed so far.
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server).
 options:
   argv: {type: list, elements: str, required: true, description: Command to run.}
@@ -45,6 +46,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specsweep_logs import classify_failure
 from ansible.module_utils.specsweep_proc import (
     proc_start_ticks,
     read_pidfile,
@@ -141,11 +143,15 @@ def main() -> None:
 
     def server_exited(ended: dict) -> None:
         stop_group(record, 10.0)  # before reading its output: it may flush on SIGTERM
+        lines = tail_lines(p["server_log"]) if p["server_log"] else []
+        # Its log names why, as at load (a CUDA OOM aborts: signal 6 alone says little).
+        cause, evidence = classify_failure(lines)
+        msg = f"server exited ({ended['words']}) during benchmark"
         module.fail_json(
-            msg=f"server exited ({ended['words']}) during benchmark",
-            cause="server_exited",
+            msg=msg if cause == "unknown" else f"{msg}: {cause}: {evidence}",
+            cause="server_exited" if cause == "unknown" else cause,
             exit=ended["exit"],
-            log_tail=tail_lines(p["server_log"]) if p["server_log"] else [],
+            log_tail=lines,
             **outputs(files),
         )
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -311,3 +312,39 @@ def test_a_regression_setting_no_rule_can_use_is_refused_before_any_host_is_touc
     assert "specsweep_nightly: alpha must be a p-value above 0 and below 1 (got 0)" in output, output[-3000:]
     # No plan was written and no host's preflight ran: nothing under results.
     assert not (tmp_path / "results").exists(), list((tmp_path / "results").rglob("*"))
+
+
+def test_stopping_the_nightly_releases_its_hosts_as_ctrl_c_does(
+    sweep_inventory: Path, ssh_hosts: Any, tmp_path: Path
+) -> None:
+    # A night long enough to be stopped mid-benchmark, on one host.
+    grid = {**TINY_GRID, "max_tokens": 400, "repeats": 2}
+    inventory = tmp_path / "nightly-hosts.json"
+    sweep = json.loads(sweep_inventory.read_text())
+    inventory.write_text(json.dumps({"all": {"vars": {"specsweep_nightly": grid}, "children": sweep}}))
+    run_dir = ssh_hosts.opt_dir("sshost1") / "specsweep" / "run"
+    argv = [sys.executable, str(REPO / "scripts" / "nightly.py"), "-i", str(inventory), "--dir", "nightly",
+            "--history", "history.sqlite", "-e", f"results_dir={tmp_path / 'results'}",
+            "-e", "target=sshost1"]  # fmt: skip
+    with open(tmp_path / "night.log", "wb") as log:
+        night = subprocess.Popen(argv, cwd=tmp_path, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while not (run_dir / "server-8080.pid").exists() and night.poll() is None:
+                assert time.monotonic() < deadline, "no server within 300 s"
+                time.sleep(0.1)  # polling for the file, bounded by the deadline
+            server = json.loads((run_dir / "server-8080.pid").read_text())["server_pid"]
+            stopped = time.monotonic()
+            night.send_signal(signal.SIGTERM)  # what systemctl stop sends it (KillMode=mixed)
+            night.wait(timeout=240)
+            took = time.monotonic() - stopped
+        finally:
+            if night.poll() is None:
+                night.kill()
+    out = (tmp_path / "night.log").read_text()
+    assert "interrupted: stopping the servers of sweep nightly-" in out, out[-3000:]
+    assert not (run_dir / "sweep.lock").exists(), out[-3000:]
+    state = ssh_hosts.run_in_host("sshost1", ["ps", "-o", "stat=", "-p", str(server)]).stdout.strip()
+    assert not state or state.startswith("Z"), out[-3000:]
+    # The release's own bound is 90 s; on an idle machine it takes a few seconds.
+    assert took < 90, f"took {took:.0f} s: {out[-3000:]}"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -62,18 +64,20 @@ def test_bad_input_fails_with_one_line_naming_the_variable_before_any_host_is_to
 def test_missing_model_stops_that_host_before_it_launches_anything(
     sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
+    # The demo model is assembled only at its default path (llama_server_assemble_model is true).
     run = run_sweep(
         sweep_inventory, "-e", "steps=1", *QUICK,
-        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/absent.gguf",
-                               "llama_server_assemble_model": False}),
+        *extra_vars(tmp_path, {"llama_server_model_path": "/opt/absent.gguf"}),
     )  # fmt: skip
     assert run.proc.returncode != 0
     for host in ("sshost1", "sshost2"):
-        assert f"[{host}] FAILED: model path /opt/absent.gguf does not exist on {host}" in run.output, (
-            run.output[-3000:]
-        )
+        problem = f"model_not_found: model path /opt/absent.gguf does not exist on {host}"
+        assert f"[{host}] FAILED: {problem}" in run.output, run.output[-3000:]
     assert run.facts() == {}  # nothing was measured, so nothing was launched
     assert "launching" not in run.output
+    assert not [h for h in ("sshost1", "sshost2") if (ssh_hosts.opt_dir(h) / "absent.gguf").exists()]
+    preflight = json.loads((run.sweep_dir / "sshost1.preflight.json").read_text())
+    assert preflight["problems"] == ["model_not_found: model path /opt/absent.gguf does not exist on sshost1"]
     assert not [
         h for h in ("sshost1", "sshost2") if (ssh_hosts.opt_dir(h) / "specsweep/run/sweep.lock").exists()
     ]
@@ -128,7 +132,10 @@ def test_a_truncated_model_is_named_corrupt_before_anything_launches(
                                "llama_server_assemble_model": False}),
     )  # fmt: skip
     assert run.proc.returncode != 0
-    problem = "model file /opt/truncated.gguf on sshost1 is truncated: it is 1.0 MB (1000000 bytes)"
+    # The cause's word, as a failed config's fact would name it, in the output and preflight.json.
+    problem = (
+        "model_corrupt: model file /opt/truncated.gguf on sshost1 is truncated: it is 1.0 MB (1000000 bytes)"
+    )
     assert f"[sshost1] FAILED: {problem}" in run.output, run.output[-3000:]
     preflight = json.loads((run.sweep_dir / "sshost1.preflight.json").read_text())
     assert any(p.startswith(problem) for p in preflight["problems"]), preflight
@@ -139,8 +146,8 @@ def test_a_truncated_model_is_named_corrupt_before_anything_launches(
 def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(
     sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
-    # Stands in for a server stuck loading: alive, never listening.
-    stuck = ["/usr/bin/env", "python3", "-c", "import time; time.sleep(600)"]
+    # Stands in for a server stuck loading: alive, never listening (its --version, in preflight, answers).
+    stuck = ["/usr/bin/env", "python3", "-c", "import sys, time; '--version' in sys.argv or time.sleep(600)"]
     run = run_sweep(
         sweep_inventory, "-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK,
         *extra_vars(tmp_path, {"llama_server_command": stuck, "llama_server_health_timeout_s": 10,
@@ -153,6 +160,53 @@ def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(
     assert not (ssh_hosts.opt_dir("sshost1") / "specsweep/run/server-8080.pid").exists()
     ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
     assert "time.sleep(600)" not in ps, ps
+
+
+# Healthy, but every generation answers the same 500 (an engine stand-in, allowed for this fault only).
+ANSWERS_500 = r"""
+import http.server, sys
+if "--version" in sys.argv:
+    sys.exit(0)
+port = int(sys.argv[sys.argv.index("--port") + 1])
+BODY = b'{"error": {"code": 500, "message": "CUDA error: an illegal memory access was encountered"}}'
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.answer(200, b'{"status": "ok"}')
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.answer(500, BODY)
+    def answer(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+print("listening", flush=True)
+http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+"""
+
+
+def test_a_server_whose_generation_answers_the_same_500_fails_in_seconds_with_the_body(
+    sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    (ssh_hosts.opt_dir("sshost1") / "answers500.py").write_text(ANSWERS_500)
+    run = run_sweep(
+        sweep_inventory, "-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK,
+        *extra_vars(tmp_path, {"llama_server_command": ["/usr/bin/env", "python3", "/opt/answers500.py"],
+                               "llama_server_health_timeout_s": 600}),
+    )  # fmt: skip
+    assert run.proc.returncode == 2, run.output[-3000:]
+    fact = run.facts()[("sshost1", "s1")]
+    assert (fact.failure.phase, fact.failure.cause) == ("load", "generation_error"), fact.failure
+    assert "CUDA error: an illegal memory access was encountered" in fact.failure.message
+    # Within seconds of the first answer (the module's own measure), not the 600 s health timeout; the
+    # launch to record bound is loose: the machine is shared.
+    repeated = r"answered 500 \d+ times in 3\.\d s, the same each time"
+    assert re.search(repeated, fact.failure.message), fact.failure
+    assert fact.timings.finished_at - fact.timings.started_at < 90, fact.timings
+    assert "[sshost1] s1: failed in load: generation_error" in run.output, run.output[-3000:]
+    assert "answers500.py" not in ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
 
 
 def test_foreign_process_on_the_port_is_reported_and_left_alone(
@@ -240,3 +294,102 @@ def test_controller_killed_mid_sweep_then_resumed_loses_and_repeats_nothing(
     assert all(json.loads((tmp_path / "R" / "sshost1" / f).read_text())["status"] == "ok" for f in facts)
     ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
     assert "specsweep_llama_server" not in ps, ps  # the killed run's server was stopped too
+
+
+def test_bad_variables_in_the_inventory_are_refused_at_plan_time_naming_their_source(
+    ssh_hosts: NetnsHosts, run_sweep, tmp_path: Path
+) -> None:
+    # Each bad kind once, from a host var and a group var; before, the first three ran with defaults.
+    hostvars = {"sshost1": {"steps": "two", "llama_server_port": "eighty"}, "sshost2": {"lease_s": -5}}
+    group_vars = {"benchmark_concurrency": 0, "benchmark_request_timeout_s": 0}
+    inventory = ssh_hosts.write_inventory(tmp_path / "hosts.yml", hostvars=hostvars, group_vars=group_vars)
+    run = run_sweep(inventory, "-e", "steps=1", *QUICK)
+    assert run.proc.returncode != 0
+    for sentence in (
+        "steps: 'two' from host vars of sshost1 is a sweep setting, read from -e only",
+        "lease_s: -5 from host vars of sshost2 is a sweep setting, read from -e only",
+        "llama_server_port: 'eighty' from host vars of sshost1: expected a whole number",
+        "benchmark_concurrency: 0 from group vars of sweep is set by the sweep itself: use -e concurrency=",
+        "benchmark_request_timeout_s: 0 from group vars of sweep: must be at least 1",
+    ):
+        assert sentence in run.output, run.output[-3000:]
+    # Refused before any host was touched: nothing written, no host's preflight ran.
+    assert not run.sweep_dir.exists()
+    assert "preflight" not in run.output.lower() and "launching" not in run.output
+
+
+def test_a_sweep_id_in_use_is_refused_before_anything_is_written_and_plans_are_never_mixed(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    sweep = tmp_path / "X"
+
+    def second(*extra: str) -> subprocess.CompletedProcess[str]:
+        argv = playbook_argv(
+            sweep_inventory, tmp_path, "-e", "steps=1", "-e", "baseline=false", *QUICK, *extra
+        )
+        return subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=600)
+
+    with open(tmp_path / "first.log", "wb") as log:
+        argv = playbook_argv(sweep_inventory, tmp_path, "-e", "steps=1", "-e", "baseline=false", *QUICK,
+                             "-e", "target=sshost1", "-e", "sweep_id=X")  # fmt: skip
+        first = subprocess.Popen(argv, cwd=REPO, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while not (sweep / "plan.json").exists() and first.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.2)  # polling for the file, bounded by the deadline
+            written = {name: (sweep / name).read_bytes() for name in ("sweep.json", "plan.json")}
+            # The same id on another host, and a resume, while X runs: refused, X's files untouched.
+            for extra in (("-e", "sweep_id=X", "-e", "target=sshost2"), ("-e", "resume=X")):
+                refused = second(*extra)
+                assert refused.returncode != 0, refused.stdout[-3000:]
+                assert "sweep X is running: run " in refused.stdout + refused.stderr, refused.stdout[-3000:]
+                assert {name: (sweep / name).read_bytes() for name in written} == written
+            assert first.wait(timeout=600) == 0, (tmp_path / "first.log").read_text()[-3000:]
+        finally:
+            if first.poll() is None:  # as Ctrl-C: its server stopped, sshost1 given back for the next test
+                first.terminate()
+                first.wait(timeout=180)
+    assert not (sweep / "sshost2").exists()
+    # X has ended: its id again with other benchmark settings would mix two plans in one table.
+    mixed = second("-e", "sweep_id=X", "-e", "target=sshost1", "-e", "max_tokens=16")
+    assert mixed.returncode != 0
+    assert "sshost1/s1 was measured with max_tokens 8 (now 16)" in mixed.stdout + mixed.stderr, mixed.stdout
+    assert (sweep / "plan.json").read_bytes() == written["plan.json"]
+
+
+def test_a_full_results_disk_is_refused_at_plan_time_and_a_write_that_fails_names_the_config(
+    sweep_inventory: Path, tmp_path: Path
+) -> None:
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(tiny)], check=True)
+    try:
+        args = ("-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK, "-e", "sweep_id=F")
+        refused = subprocess.run(playbook_argv(sweep_inventory, tiny, *args), cwd=REPO, env=sweep_env(),
+                                 capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert refused.returncode != 0
+        said = refused.stdout + refused.stderr
+        assert f"results_dir: {tiny} has 8.0 MiB free, and this sweep's 1 fact(s) need about 17 MiB" in said
+        assert list(tiny.iterdir()) == []
+        # Room at plan time, then the disk fills up after preflight, before the fact is written.
+        subprocess.run(["mount", "-o", "remount,size=24m", str(tiny)], check=True)
+        with open(tmp_path / "full.log", "wb") as log:
+            proc = subprocess.Popen(playbook_argv(sweep_inventory, tiny, *args), cwd=REPO, env=sweep_env(),
+                                    stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+            deadline = time.monotonic() + 300
+            while not (tiny / "F" / "sshost1.preflight.json").exists() and proc.poll() is None:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)  # polling for the file, bounded by the deadline
+            filler = tiny / "filler"
+            with open(filler, "wb") as fh, contextlib.suppress(OSError):
+                while True:
+                    fh.write(b"\0" * (1 << 20))
+            proc.wait(timeout=600)
+        out = (tmp_path / "full.log").read_text()
+        assert f"sshost1/s1: fact not written to {tiny}/F/sshost1/s1.json: No space left on device" in out, (
+            out[-3000:]
+        )
+        assert "measured output kept on sshost1 beside /opt/specsweep/run/F/s1.log" in out, out[-3000:]
+        assert not list(tiny.rglob("*.tmp")) and not (tiny / "F" / "sshost1" / "s1.json").exists()
+    finally:
+        subprocess.run(["umount", "-l", str(tiny)], check=False)

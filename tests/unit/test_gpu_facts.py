@@ -56,6 +56,7 @@ def _load(name: str, path: Path) -> ModuleType:
 
 
 gpu = _load("specsweep_gpu_under_test", REPO / "plugins" / "module_utils" / "specsweep_gpu.py")
+build = _load("specsweep_build_under_test", REPO / "plugins" / "module_utils" / "specsweep_build.py")
 
 
 def fixture(name: str) -> str:
@@ -66,6 +67,7 @@ def fixture(name: str) -> str:
 def host_facts(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """specsweep_host_facts.py, its `ansible.module_utils.specsweep_gpu` import served by path."""
     monkeypatch.setitem(sys.modules, GPU_MODULE_NAME, gpu)
+    monkeypatch.setitem(sys.modules, "ansible.module_utils.specsweep_build", build)
     return _load("specsweep_host_facts_under_test", REPO / "plugins" / "modules" / "specsweep_host_facts.py")
 
 
@@ -237,7 +239,11 @@ def test_main_with_h200_nvidia_smi(
     assert facts["gpus"] == H200_GPUS
     assert facts["gpu_driver"] == "580.159.04"
     assert facts["cuda_version"] == "13.0"
-    assert facts["gpu_topology"] == fixture("nvidia_smi_topo_m.txt")
+    # As nvidia-smi printed it, less the ANSI codes that underline its header.
+    assert facts["gpu_topology"] == fixture("nvidia_smi_topo_m.txt").replace("\x1b[4m", "").replace(
+        "\x1b[0m", ""
+    )
+    assert facts["gpu_topology"].splitlines()[0] == "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
 
 
 def test_main_without_nvidia_smi(

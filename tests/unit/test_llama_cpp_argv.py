@@ -147,6 +147,8 @@ def test_threads_go_in_the_environment_where_a_profile_can_vary_them() -> None:
 def test_the_version_is_the_pinned_engine_package() -> None:
     assert llama_cpp_version(SERVER) == "xllamacpp==2026.10.11549"
     assert llama_cpp_version({**SERVER, "packages": []}) is None
+    # A source-built llama-server is not the pip pin (its preflight records its --version).
+    assert llama_cpp_version({**SERVER, "command": ["/opt/b/llama-server"]}) is None
 
 
 def test_the_engine_table_renders_llama_cpp_with_these_functions() -> None:

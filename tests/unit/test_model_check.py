@@ -184,11 +184,11 @@ def test_host_facts_names_each_problem_in_a_sentence_and_returns_model_identitie
         f"{sys.executable} cannot import specsweep_no_such_module on gpu-node-7: "
         "ModuleNotFoundError: No module named 'specsweep_no_such_module'",
         f"path {tmp_path / 'launcher.py'} does not exist on gpu-node-7",
-        f"model file {cut} on gpu-node-7 is truncated: it is {cut_size} bytes but its tensors end at "
-        f"{cut_size + 1} bytes",
-        f"model path {missing} does not exist on gpu-node-7",
-        f"model folder {folder} on gpu-node-7 lacks model-00002-of-00002.safetensors, a weight file its "
-        "model.safetensors.index.json names",
+        f"model_corrupt: model file {cut} on gpu-node-7 is truncated: it is {cut_size} bytes but its "
+        f"tensors end at {cut_size + 1} bytes",
+        f"model_not_found: model path {missing} does not exist on gpu-node-7",
+        f"model_corrupt: model folder {folder} on gpu-node-7 lacks model-00002-of-00002.safetensors, a "
+        "weight file its model.safetensors.index.json names",
     ]
     statuses = {path: m["status"] for path, m in result["installed"]["models"].items()}
     assert statuses == {str(good): "ok", str(cut): "model_corrupt", str(missing): "model_not_found",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shlex
+import signal
+import subprocess
 import sys
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -116,3 +119,36 @@ def test_the_playbook_reads_every_variable_the_script_sets() -> None:
         # A sweep setting (the plan reads it from -e) or one of the nightly's own variables.
         assert name in request.BY_NAME or f"{name} | default(" in playbook, name
         assert name in request.BY_NAME or name in request.SUITE_VARIABLES, name  # not refused as a typo
+
+
+def test_a_stop_is_passed_on_to_the_playbook_as_sigterm_once_and_runner_never_cancels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "signals"
+    # Stands in for runner's ansible-playbook: counts the SIGTERMs it gets, and exits after the first.
+    code = (
+        "import signal, sys, time\n"
+        "n = []\n"
+        "def got(*a):\n"
+        "    n.append(1); open(sys.argv[1], 'w').write(str(len(n)))\n"
+        "signal.signal(signal.SIGTERM, got)\n"
+        "print('ready', flush=True)\n"
+        "while len(n) < 1: time.sleep(0.05)\n"
+    )
+    calls: list[dict[str, Any]] = []
+
+    def fake_run(**kwargs: Any) -> SimpleNamespace:
+        child = subprocess.Popen([sys.executable, "-c", code, str(seen)], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        os.kill(os.getpid(), signal.SIGTERM)  # systemctl stop
+        os.kill(os.getpid(), signal.SIGINT)  # and a Ctrl-C: passed on once only
+        child.wait(timeout=30)
+        calls.append(kwargs)
+        return SimpleNamespace(rc=99, status="failed", config=SimpleNamespace(artifact_dir=str(tmp_path)))
+
+    monkeypatch.setattr(nightly.ansible_runner, "run", fake_run)
+    before = signal.getsignal(signal.SIGINT)
+    assert nightly.main(["--dir", str(tmp_path)]) == 99
+    assert seen.read_text() == "1"
+    assert calls[0]["cancel_callback"]() is False
+    assert signal.getsignal(signal.SIGINT) is before  # restored

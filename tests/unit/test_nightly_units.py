@@ -94,6 +94,8 @@ def test_default_units_run_the_runner_entry_point_from_this_repo_every_night(tmp
         'Environment="PYTHONUNBUFFERED=1"',
         f'ExecStart="{REPO}/.venv/bin/python" "{REPO}/scripts/nightly.py"',
         "TimeoutStartSec=72000",
+        "KillMode=mixed",
+        "TimeoutStopSec=180",
     ]
     assert lines(units["timer"]) == [
         "[Unit]",
@@ -128,6 +130,8 @@ def test_arguments_environment_and_user_reach_the_unit_quoted(tmp_path: Path) ->
         f'ExecStart="{REPO}/.venv/bin/python" "{REPO}/scripts/nightly.py" "-i" "inventory/gpu.yml" "-e" '
         '"note=a  b $$HOME 100%% \\"q\\""',
         "TimeoutStartSec=72000",
+        "KillMode=mixed",
+        "TimeoutStopSec=180",
     ]
     assert "Persistent=false" in lines(units["timer"])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -219,3 +220,27 @@ def test_the_results_action_refuses_a_malformed_fact_and_writes_nothing(tmp_path
     assert proc.returncode == 2
     assert "runs[0].duration_s: expected `float`, got `str`" in proc.stdout + proc.stderr
     assert not out.exists()
+
+
+@pytest.fixture
+def tiny_fs(tmp_path: Path):
+    """A 2 MiB tmpfs (the test runs as root, as the suite's tests do)."""
+    mount = tmp_path / "tiny"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_a_full_results_disk_is_found_at_plan_time_and_a_failed_write_leaves_no_temp_file(
+    tiny_fs: Path,
+) -> None:
+    problem = record.space_problem(tiny_fs / "sweep-1", facts=4)
+    assert problem == (
+        f"results_dir: {tiny_fs} has 2.0 MiB free, and this sweep's 4 fact(s) need about 20 MiB; free some "
+        "space or give another -e results_dir"
+    )
+    assert record.space_problem(tiny_fs, facts=0) is not None  # the sweep's own files need 16 MiB
+    with pytest.raises(OSError, match="No space left on device"):
+        record.write_json_atomic(tiny_fs / "h1" / "s1.json", {"text": "x" * (3 << 20)})
+    assert list((tiny_fs / "h1").iterdir()) == []

@@ -21,7 +21,8 @@ from module_runner import module_utils, run_module
 proc = module_utils("specsweep_proc")
 
 # Stand-in servers by mode: quiet (no output, no CPU), chatty (a log line every 0.2 s), busy (CPU,
-# no output), exit (a usage error), http (answers health and generation).
+# no output), exit (a usage error), http (answers health and generation), error (healthy, but answers
+# generation with the same 500), error-changing (a 500 whose body changes: not the same answer).
 SERVER = r"""
 import http.server, sys, time
 mode, port = sys.argv[1], int(sys.argv[2])
@@ -43,8 +44,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.answer()
     def answer(self):
-        body = b'{"status": "ok", "content": "x"}'
-        self.send_response(200)
+        status, body = 200, b'{"status": "ok", "content": "x"}'
+        if self.command == "POST" and mode.startswith("error"):
+            status, body = 500, b'{"error": {"code": 500, "message": "CUDA error: illegal memory access"}}'
+            body += str(time.monotonic()).encode() if mode == "error-changing" else b""
+        self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
@@ -168,3 +172,26 @@ def test_a_ready_server_passes_and_the_call_renews_the_lease(
     assert result.get("ready") is True and not result.get("failed"), result
     assert lease.stat().st_mtime > old + 90
     assert not (tmp_path / "sweep" / "s1.log.progress").exists()
+
+
+def test_the_same_5xx_to_the_proving_generation_fails_within_seconds_with_its_body(
+    launch: Callable[[str], dict[str, Any]],
+) -> None:
+    args = launch("error")
+    result, took = wait(args)
+    assert (result.get("failed"), result.get("cause")) == (True, "generation_error"), result
+    body = '{"error": {"code": 500, "message": "CUDA error: illegal memory access"}}'
+    assert result["response"] == body
+    assert re.fullmatch(
+        r"server healthy but its generation answered 500 \d+ times in 3\.\d s, the same each time: "
+        + re.escape(body),
+        result["msg"],
+    ), result["msg"]
+    assert took < 10, f"took {took:.1f} s (timeout_s 120)"
+
+
+def test_5xx_answers_that_change_are_not_one_error_repeated(launch: Callable[[str], dict[str, Any]]) -> None:
+    args = launch("error-changing")
+    result, _ = wait(args, slice_s=5)
+    assert not result.get("failed") and result["ready"] is False, result
+    assert result["last"].startswith("health 200 but generation answered 500: "), result

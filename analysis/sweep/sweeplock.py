@@ -1,0 +1,85 @@
+"""One run per sweep id on the controller, and no facts of another plan in its folder.
+
+The plan takes the sweep's controller lock before it writes anything (sweep.json, plan.json): a
+second run with the same `-e sweep_id` or `-e resume` while the first runs is refused, whatever
+hosts it targets. The lock records the run's owner (analysis.sweep.identity.run_owner); a lock whose
+ansible-playbook process is gone is taken over, so nothing has to release it. A run of a sweep that
+already holds facts must measure as they were measured (same argv, env and benchmark settings per
+host and config): otherwise one table would mix them, and it is refused.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from analysis.facts.schema import redact_argv, redact_env
+from analysis.sweep import identity
+
+# The request settings a fact's benchmark records (schema.BenchmarkSettings).
+MEASURED = ("max_tokens", "warmup", "repeats", "concurrency")
+
+
+def lock_path(results_dir: Path, sweep_id: str) -> Path:
+    """Beside the sweep folders, not in one: nothing of the sweep is written before it is taken."""
+    return results_dir / ".locks" / f"{sweep_id}.lock"
+
+
+def acquire(path: Path, owner: Mapping[str, Any]) -> str | None:
+    """Take the lock at `path` for `owner`; a sentence naming the live holder when it is taken."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)  # two runs starting together: one reads what the other wrote
+        fh.seek(0)
+        try:
+            holder = json.loads(fh.read() or "{}")
+        except ValueError:
+            holder = {}
+        mine = holder.get("run_id") == owner["run_id"]
+        if holder and not mine and identity.holder_alive(holder):
+            return (
+                f"sweep {owner['sweep_id']} is running: run {holder.get('run_id', '?')}, ansible-playbook "
+                f"pid {holder.get('pid', '?')} on {holder.get('controller', '?')}; this run writes nothing. "
+                f"Resume it once it has ended (-e resume={owner['sweep_id']}), or choose another sweep_id."
+            )
+        fh.seek(0)
+        fh.truncate()
+        fh.write(json.dumps(dict(owner), sort_keys=True) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    return None
+
+
+def _fact(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # unreadable: the report names it, nothing here to compare
+    return doc if isinstance(doc, dict) else None
+
+
+def other_plan(sweep_dir: Path, hosts: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+    """A sentence per recorded fact of this plan's hosts and configs that was measured otherwise."""
+    found = []
+    for host, host_plan in sorted(hosts.items()):
+        for entry in host_plan["entries"]:
+            config_id = entry["config"]["id"]
+            fact = _fact(sweep_dir / host / f"{config_id}.json")
+            if fact is None:
+                continue
+            launch = fact.get("launch") or {}
+            differs = []
+            if launch.get("argv") != redact_argv([str(a) for a in entry["argv"]]):
+                differs.append(f"argv {' '.join(launch.get('argv') or [])!r}")
+            if launch.get("env") != redact_env({str(k): str(v) for k, v in entry["env"].items()}):
+                differs.append(f"env {launch.get('env')!r}")
+            bench = fact.get("benchmark") or {}
+            differs += [f"{key} {bench[key]!r} (now {settings[key]!r})" for key in MEASURED
+                        if key in bench and bench[key] != settings[key]]  # fmt: skip
+            if differs:
+                found.append(f"{host}/{config_id} was measured with {'; '.join(differs)}")
+    return found

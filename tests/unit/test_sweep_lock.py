@@ -1,0 +1,65 @@
+"""analysis/sweep/sweeplock.py: one run per sweep id on the controller; no facts of another plan."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from analysis.sweep import identity, sweeplock
+
+
+def owner(run_id: str, pid: int) -> dict[str, Any]:
+    """A run_owner record as this controller writes it, for the process `pid`."""
+    record = identity.run_owner(run_id, "X", 600)
+    return {**record, "pid": pid, "start_ticks": identity.start_ticks(pid)}
+
+
+def test_a_live_run_holds_its_sweep_id_and_a_dead_ones_lock_is_taken_over(tmp_path: Path) -> None:
+    path = sweeplock.lock_path(tmp_path, "X")
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert sweeplock.acquire(path, owner("run-1", live.pid)) is None
+        assert sweeplock.acquire(path, owner("run-1", live.pid)) is None  # the same run again
+        refused = sweeplock.acquire(path, owner("run-2", live.pid + 1))
+        assert refused is not None and refused.startswith(
+            f"sweep X is running: run run-1, ansible-playbook pid {live.pid}"
+        )
+        assert "-e resume=X" in refused
+        assert json.loads(path.read_text())["run_id"] == "run-1"  # the refused run wrote nothing
+    finally:
+        live.kill()
+        live.wait()
+    assert sweeplock.acquire(path, owner("run-3", 1)) is None  # run-1's process is gone
+    assert json.loads(path.read_text())["run_id"] == "run-3"
+    assert path.parent == tmp_path / ".locks"  # beside the sweep folders, not inside X
+
+
+ENTRY = {"config": {"id": "s1"}, "argv": ["llama-server", "--api-key", "k", "-n", "1"], "env": {"T": 1}}
+SETTINGS = {"max_tokens": 8, "warmup": 0, "repeats": 1, "concurrency": [1]}
+
+
+def write_fact(sweep: Path, **changes: Any) -> None:
+    fact = {"launch": {"argv": ["llama-server", "--api-key", "<redacted>", "-n", "1"], "env": {"T": "1"}},
+            "benchmark": {**SETTINGS, "client": "specsweep"}}  # fmt: skip
+    for key, value in changes.items():
+        part, field = key.split("__")
+        fact[part][field] = value
+    (sweep / "h1").mkdir(parents=True, exist_ok=True)
+    (sweep / "h1" / "s1.json").write_text(json.dumps(fact))
+
+
+def test_facts_measured_as_this_plan_would_pass_and_others_are_named(tmp_path: Path) -> None:
+    hosts = {"h1": {"entries": [ENTRY]}, "h2": {"entries": [ENTRY]}}
+    assert sweeplock.other_plan(tmp_path, hosts, SETTINGS) == []  # nothing measured yet
+    write_fact(tmp_path)
+    assert sweeplock.other_plan(tmp_path, hosts, SETTINGS) == []  # the same plan: a resume
+    assert sweeplock.other_plan(tmp_path, hosts, {**SETTINGS, "max_tokens": 96}) == [
+        "h1/s1 was measured with max_tokens 8 (now 96)"
+    ]
+    write_fact(tmp_path, launch__argv=["llama-server", "--api-key", "<redacted>", "-n", "2"])
+    assert sweeplock.other_plan(tmp_path, hosts, SETTINGS) == [
+        "h1/s1 was measured with argv 'llama-server --api-key <redacted> -n 2'"
+    ]
