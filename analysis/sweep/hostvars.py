@@ -26,6 +26,11 @@ SET_BY_SWEEP = {
     "benchmark_repeats": "-e repeats=...",
     "benchmark_warmup": "-e warmup=...",
     "benchmark_max_tokens": "-e max_tokens=...",
+    "benchmark_records": "-e workloads=... or -e workload_file=...",
+    "benchmark_requests": "-e bench_requests=...",
+    "benchmark_duration_s": "-e bench_duration_s=...",
+    "benchmark_request_rate": "-e request_rate=...",
+    "benchmark_seed": "-e seed=...",
     "server_process_lease_s": "-e lease_s=...",
     "wait_for_health_timeout_s": "<engine role>_health_timeout_s (llama_server_, sglang_server_)",
 }
