@@ -8,7 +8,8 @@ are kept in `config_failures`, keyed on (sweep_id, host, config_id). What each c
 would deploy at each load level (analysis.nightly.recommendations, under the SLA given to ingest)
 is kept in `recommendations`, keyed on (sweep_id, host, engine, model, concurrency); ingesting a
 sweep again replaces it. Sweeps are ordered by when they started (the earliest fact's start), which
-is what "previous runs" means in `regress`.
+is what "previous runs" means in `regress`. What deploy.yml put into production is kept in
+`deployments` (analysis.deploy.store).
 
 The runs table takes its config columns from analysis.sweep.config. A store written by an older
 specsweep is brought up to date when it is opened: missing tables are created and missing run
@@ -27,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.deploy import store as deployments
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
 from analysis.nightly import provenance, recommendations
@@ -35,8 +37,8 @@ from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
 # 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: without
-# recommendations; 3: this.
-SCHEMA_VERSION = 3
+# recommendations; 3: without deployments (analysis.deploy.store); 4: this.
+SCHEMA_VERSION = 4
 SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
 NO_SLA = Sla()
 KEY_COLUMNS = {
@@ -65,7 +67,7 @@ CREATE TABLE IF NOT EXISTS provenance (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, config_id TEXT NOT NULL,
     {", ".join(f"{name} TEXT" for name in provenance.FIELDS)},
     PRIMARY KEY (sweep_id, host, config_id));
-{recommendations.TABLE}"""
+{recommendations.TABLE}{deployments.TABLE}"""
 
 
 class HistoryError(Exception):
