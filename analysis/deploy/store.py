@@ -3,8 +3,10 @@ gates passed), in the history store's `deployments` table; and the `deployed` su
 
     python -m analysis deployed [--history DB] [--format text|json]
 
-lists, per host, the latest deployment: config, sweep, argv hash, port, launcher, when, and the gate's
-figures against the sweep's.
+lists, per host, the latest deployment: config, sweep, argv hash, port, launcher, when, the gate's
+figures against the sweep's, and whether the recommendation has moved since: the newest sweep in the
+store that measured the host at that load level (`ingest`, the nightly's) recommends another config
+that is more than MOVED_PCT % faster there than the deployed one (information, never a failure).
 """
 
 from __future__ import annotations
@@ -33,7 +35,12 @@ CREATE TABLE IF NOT EXISTS deployments (
     {", ".join(f"{name} {kind}" for name, kind in VALUES.items())},
     PRIMARY KEY (host, deployed_at));
 """
-SHOWN = ["host", "config", "sweep_id", "concurrency", "port", "launcher", "argv_sha256", "deployed", "gate"]
+SHOWN = [
+    "host", "config", "sweep_id", "concurrency", "port", "launcher", "argv_sha256", "deployed", "gate",
+    "recommended_now",
+]  # fmt: skip
+# % by which the newest recommendation must beat the deployed config, in the same sweep, to say redeploy.
+MOVED_PCT = 5.0
 
 
 def row(host: str, target: dict[str, Any], verdict: dict[str, Any], launcher: str) -> dict[str, Any]:
@@ -68,6 +75,44 @@ def latest(conn: sqlite3.Connection) -> pd.DataFrame:
     return table.sort_values("host").reset_index(drop=True)
 
 
+def moved(conn: sqlite3.Connection, deployed: pd.DataFrame) -> pd.DataFrame:
+    """The deployed rows with the newest stored recommendation at their host and level: newest_sweep,
+    newest_config, moved_pct (the newest config's tok/s over the deployed one's in that sweep, %) and
+    redeploy (another config, more than MOVED_PCT % faster)."""
+    recs = pd.read_sql(
+        "SELECT r.sweep_id, r.host, r.concurrency, r.config, r.decode_tps, s.started_at"
+        " FROM recommendations r JOIN sweeps s USING (sweep_id) WHERE r.config IS NOT NULL",
+        conn,
+    )
+    newest = recs.sort_values("started_at").drop_duplicates(["host", "concurrency"], keep="last")
+    newest = newest.rename(
+        columns={"sweep_id": "newest_sweep", "config": "newest_config", "decode_tps": "new_tps"}
+    )
+    out = deployed.merge(newest.drop(columns="started_at"), on=["host", "concurrency"], how="left")
+    runs = pd.read_sql(
+        "SELECT sweep_id AS newest_sweep, host, concurrency, config_id AS config, decode_tps FROM runs"
+        " WHERE run_ok = 1",
+        conn,
+    )
+    now = runs.groupby(["newest_sweep", "host", "concurrency", "config"])["decode_tps"].median()
+    out = out.merge(now.rename("old_tps").reset_index(), on=["newest_sweep", "host", "concurrency", "config"],
+                    how="left")  # fmt: skip
+    other = out["newest_config"].notna() & out["newest_config"].ne(out["config"])
+    out["moved_pct"] = ((out["new_tps"] / out["old_tps"] - 1.0) * 100.0).where(other, 0.0)
+    out["redeploy"] = other & (out["moved_pct"].gt(MOVED_PCT) | out["old_tps"].isna())
+    return out.drop(columns=["new_tps", "old_tps"])
+
+
+def _now(r: pd.Series) -> str:
+    """The newest recommendation against the deployed config, in a few words."""
+    if not isinstance(r["newest_config"], str):
+        return "-"
+    if r["newest_config"] == r["config"]:
+        return f"same ({r['newest_sweep']})"
+    gain = "not measured there" if pd.isna(r["moved_pct"]) else f"{r['moved_pct']:+.1f}%"
+    return f"{r['newest_config']} ({r['newest_sweep']}, {gain}){': redeploy' if r['redeploy'] else ''}"
+
+
 def _gate(r: pd.Series) -> str:
     """The gate's figures in a few words."""
     accept = "" if pd.isna(r["gate_accept_length"]) else f", accept {r['gate_accept_length']:.2f}"
@@ -83,6 +128,7 @@ def table_text(table: pd.DataFrame) -> str:
         deployed=pd.to_datetime(table["deployed_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M:%SZ"),
         argv_sha256=table["argv_sha256"].str[:12],
         gate=table.apply(_gate, axis=1),
+        recommended_now=table.apply(_now, axis=1),
     )
     return shown[SHOWN].to_string(index=False) + "\n"
 
@@ -118,13 +164,11 @@ def run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
-        table = latest(conn)
+        table = moved(conn, latest(conn))
     finally:
         conn.close()
     if args.format == "json":
-        sys.stdout.write(
-            json.dumps(table.astype(object).where(table.notna(), None).to_dict("records"), indent=2) + "\n"
-        )
+        sys.stdout.write(json.dumps(json.loads(table.to_json(orient="records")), indent=2) + "\n")
     else:
         sys.stdout.write(table_text(table))
     return 0

@@ -4,9 +4,12 @@ answer, canary first, on the production port; and a canary that fails its gate a
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +36,27 @@ class Deployed:
 
 def deploy(inventory: Path, sweep_dir: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     """Run `ansible-playbook deploy.yml` from the repo root and wait for it."""
-    argv = [
+    return subprocess.run(
+        deploy_argv(inventory, sweep_dir, *extra),
+        cwd=REPO,
+        env=sweep_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def deploy_argv(inventory: Path, sweep_dir: Path, *extra: str) -> list[str]:
+    """The `ansible-playbook deploy.yml` command line on the test hosts, to the test's port."""
+    return [
         str(Path(sys.executable).parent / "ansible-playbook"), "deploy.yml", "-i", str(inventory),
         "-e", f"from={sweep_dir}", "-e", f"deploy_port={PORT}", *extra,
     ]  # fmt: skip
-    return subprocess.run(argv, cwd=REPO, env=sweep_env(), capture_output=True, text=True, timeout=600)
+
+
+def other_config(deployed: Deployed) -> str:
+    """A config the sweep measured ok that the canary does not serve now."""
+    return "baseline" if deployed.targets["sshost1"]["config"] != "baseline" else "s1"
 
 
 def serving(hosts: NetnsHosts, host: str) -> dict:
@@ -107,7 +126,7 @@ def test_failed_gate_on_the_canary_rolls_it_back_and_leaves_the_rest_untouched(
     assert deployed.proc.returncode == 0, deployed.proc.stdout[-3000:]
     before = {h: serving(ssh_hosts, h) for h in HOSTS}
     # The other config than the one serving, and a gate no server can meet: 11x the sweep's tok/s.
-    other = "baseline" if deployed.targets["sshost1"]["config"] != "baseline" else "s1"
+    other = other_config(deployed)
     proc = deploy(
         sweep_inventory,
         deployed.sweep.sweep_dir,
@@ -130,3 +149,62 @@ def test_failed_gate_on_the_canary_rolls_it_back_and_leaves_the_rest_untouched(
     rest = serving(ssh_hosts, "sshost2")
     assert rest["record"]["pid"] == before["sshost2"]["record"]["pid"], "the rest must not be touched"
     assert rest["state"] == before["sshost2"]["state"]
+
+
+def test_check_shows_each_hosts_change_and_touches_nothing(
+    deployed: Deployed, sweep_inventory: Path, ssh_hosts: NetnsHosts
+) -> None:
+    assert deployed.proc.returncode == 0, deployed.proc.stdout[-3000:]
+    before = {h: serving(ssh_hosts, h) for h in HOSTS}
+    other = other_config(deployed)
+    proc = deploy(sweep_inventory, deployed.sweep.sweep_dir, "-e", f"config={other}", "--check", "--diff")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    for host in HOSTS:
+        assert f"{host}: would serve {other} of sweep deploysweep on port {PORT}" in out, out[-4000:]
+    assert re.search(rf'^-\s+"config": "{before["sshost1"]["state"]["config"]}",$', out, re.M), out[-4000:]
+    assert re.search(rf'^\+\s+"config": "{other}",$', out, re.M), out[-4000:]
+    assert {h: serving(ssh_hosts, h) for h in HOSTS} == before  # same pids, same state
+
+
+def test_ctrl_c_mid_rollout_leaves_every_host_serving_and_says_old_or_new(
+    deployed: Deployed, sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    assert deployed.proc.returncode == 0, deployed.proc.stdout[-3000:]
+    before = {h: serving(ssh_hosts, h) for h in HOSTS}
+    other = other_config(deployed)
+    new_argv = choose(deployed.sweep.sweep_dir, [HostInput("sshost1", PORT)], config=other)["sshost1"]["argv"]
+    log = open(tmp_path / "deploy.log", "wb")  # noqa: SIM115 - the child writes it
+    argv = deploy_argv(sweep_inventory, deployed.sweep.sweep_dir, "-e", f"config={other}")
+    proc = subprocess.Popen(argv, cwd=REPO, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # fmt: skip
+    pidfile = ssh_hosts.opt_dir("sshost1") / "specsweep" / "run" / "deploy" / "serve.pid"
+
+    def canary_restarted() -> bool:
+        try:
+            return json.loads(pidfile.read_text()).get("argv") == new_argv
+        except (OSError, ValueError):
+            return False
+
+    deadline = time.monotonic() + 300
+    while not canary_restarted():  # polling a condition, bounded by the deadline
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "deploy.log").read_text()[
+            -3000:
+        ]
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)  # the new server is loading or being gated: mid-change
+    proc.wait(timeout=600)
+    out = (tmp_path / "deploy.log").read_text()
+    assert proc.returncode != 0, out[-3000:]
+    assert "interrupted: every host of the deploy back to what last passed its gates there" in out, out[
+        -3000:
+    ]
+    for host in HOSTS:
+        said = re.search(rf"{host}: (old|new): (\S+) of sweep deploysweep", out)
+        assert said, out[-3000:]
+        now = serving(ssh_hosts, host)
+        assert "exit" not in now["record"], now["record"]  # serving
+        assert now["state"]["config"] == said.group(2) and now["record"]["argv"] == now["state"]["argv"]
+        assert said.group(1) == ("new" if said.group(2) == other else "old")
+    # The rest was never touched: the canary had not passed when the rollout stopped.
+    assert serving(ssh_hosts, "sshost2")["record"]["pid"] == before["sshost2"]["record"]["pid"]

@@ -12,6 +12,7 @@ from factories import config, crash, fact, run, write_sweep
 from analysis import cli
 from analysis.deploy import gate, store
 from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, with_port
+from analysis.facts.load import load_sweeps
 from analysis.facts.schema import REDACTED, to_dict
 from analysis.nightly import history
 
@@ -216,3 +217,22 @@ def test_a_store_from_before_deployments_gains_the_table(tmp_path: Path) -> None
     assert store.latest(conn).empty
     conn.close()
     assert sqlite3.connect(db).execute("SELECT count(*) FROM deployments").fetchone() == (0,)
+
+
+def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "history.sqlite"
+    verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
+    conn = history.connect(db)
+    history.ingest(conn, load_sweeps([sweep]))  # the newest sweep: s3 on gpu-a, baseline on gpu-b
+    for host in ("gpu-a", "gpu-b"):  # both run the baseline
+        store.record(conn, store.row(host, choose(sweep, HOSTS, config="baseline")[host], verdict, "nohup"))
+    table = store.moved(conn, store.latest(conn)).set_index("host")
+    conn.close()
+    assert table.loc["gpu-a", "newest_config"] == "s3" and bool(table.loc["gpu-a", "redeploy"])
+    assert table.loc["gpu-a", "moved_pct"] == pytest.approx(50.0)
+    assert table.loc["gpu-b", "newest_config"] == "baseline" and not table.loc["gpu-b", "redeploy"]
+    assert cli.main(["deployed", "--history", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "s3 (sweep-1, +50.0%): redeploy" in text and "same (sweep-1)" in text
