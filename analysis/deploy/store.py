@@ -16,7 +16,6 @@ import json
 import sqlite3
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -135,7 +134,7 @@ def table_text(table: pd.DataFrame) -> str:
 
 def add_parser(subparsers: Any) -> None:
     """Register `deployed` on the CLI's subparsers."""
-    from analysis.nightly.history import DEFAULT
+    from analysis.nightly.history import add_history_option
 
     parser = subparsers.add_parser(
         "deployed",
@@ -143,7 +142,7 @@ def add_parser(subparsers: Any) -> None:
         description="Per host, the latest deployment recorded in the history store: config, sweep, argv "
         "hash, port and the gate's figures.",
     )
-    parser.add_argument("--history", type=Path, default=DEFAULT, metavar="PATH", help=f"default: {DEFAULT}")
+    add_history_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
     parser.set_defaults(func=run)
 

@@ -172,6 +172,11 @@ def read(conn: sqlite3.Connection) -> dict[str, pd.DataFrame]:
     }
 
 
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    """--history PATH: the store a subcommand reads or writes."""
+    parser.add_argument("--history", type=Path, default=DEFAULT, metavar="PATH", help=f"default: {DEFAULT}")
+
+
 def add_parser(subparsers: Any) -> None:
     """Register `ingest` on the CLI's subparsers."""
     parser = subparsers.add_parser(
@@ -181,7 +186,7 @@ def add_parser(subparsers: Any) -> None:
         "the config `recommend` would deploy at each load level (under the --sla-* given here).",
     )
     add_load_options(parser)
-    parser.add_argument("--history", type=Path, default=DEFAULT, metavar="PATH", help=f"default: {DEFAULT}")
+    add_history_option(parser)
     add_sla_options(parser)  # the SLA the stored recommendation is made under, as `recommend` takes it
     parser.set_defaults(func=run)
 

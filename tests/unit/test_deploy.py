@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
+import jinja2
 import pytest
 from factories import config, crash, fact, run, write_sweep
+from plugin_loader import REPO, load_plugin
 
 from analysis import cli
 from analysis.deploy import gate, store
@@ -236,3 +241,28 @@ def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
     assert cli.main(["deployed", "--history", str(db)]) == 0
     text = capsys.readouterr().out
     assert "s3 (sweep-1, +50.0%): redeploy" in text and "same (sweep-1)" in text
+
+
+def test_the_production_unit_runs_the_argv_quoted_and_passes_systemd_analyze(tmp_path: Path) -> None:
+    sd = load_plugin("plugins/filter/specsweep_systemd.py")
+    jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, keep_trailing_newline=True)
+    jinja.filters["systemd_quote"] = sd.systemd_quote
+    template = (REPO / "roles/deploy/templates/specsweep-serve.service.j2").read_text()
+    target = {
+        "sweep_id": "sw1", "config": "s3", "argv_sha256": "ab" * 32, "port": 8000,
+        "argv": [sys.executable, "-m", "srv", "--port", "8000", "--chat", "a $HOME 100%"],
+        "env": {"NCCL_PROTO": "LL", "NOTE": "two  words"},
+    }  # fmt: skip
+    text = jinja.from_string(template).render(
+        deploy_target=target, deploy_stop_timeout_s=60, ansible_managed="x"
+    )
+    unit = tmp_path / "specsweep-serve.service"
+    unit.write_text(text)
+    tool = shutil.which("systemd-analyze")
+    assert tool, "systemd-analyze is required (the role validates units with it): apt-get install -y systemd"
+    res = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and unit.name not in res.stdout + res.stderr, res.stdout + res.stderr
+    settings = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    assert f'ExecStart="{sys.executable}" "-m" "srv" "--port" "8000" "--chat" "a $$HOME 100%%"' in settings
+    assert 'Environment="NOTE=two  words"' in settings and "Restart=on-failure" in settings
+    assert "WantedBy=multi-user.target" in settings
