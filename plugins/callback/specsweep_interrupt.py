@@ -64,8 +64,8 @@ def settle_argv(cli: Any, deploy: dict[str, Any]) -> list[str]:
     return playbook_argv(cli, SETTLE, deploy["hosts"], {"deploy_settle_run": deploy["run_id"]})
 
 
-def playbook_argv(cli: Any, playbook: Path, hosts: list[str], extra: dict[str, str]) -> list[str]:
-    """`playbook` over `hosts` with this run's inventory, connection options and -e values, and `extra`."""
+def playbook_argv(cli: Any, playbook: Path, hosts: list[str], more: dict[str, str]) -> list[str]:
+    """`playbook` over `hosts` with this run's inventory, connection options and -e values, and `more`."""
     argv = [str(Path(sys.argv[0]).resolve()), str(playbook)]
     for source in cli.get("inventory") or ():
         argv += ["--inventory", source]
@@ -78,7 +78,7 @@ def playbook_argv(cli: Any, playbook: Path, hosts: list[str], extra: dict[str, s
     # The run's own -e values may carry connection variables (ansible_user, ...).
     for extra in cli.get("extra_vars") or ():
         argv += ["--extra-vars", extra]
-    for key, value in extra.items():
+    for key, value in more.items():
         argv += ["--extra-vars", f"{key}={value}"]
     return [*argv, "--limit", ",".join(hosts)]
 
