@@ -7,9 +7,10 @@ running gains only its new runs. Configs that failed before measuring anything h
 are kept in `config_failures`, keyed on (sweep_id, host, config_id). What each config ran with
 (analysis.nightly.provenance) is kept in `provenance` under the same key. The config `recommend`
 would deploy at each load level (analysis.nightly.recommendations, under the SLA given to ingest)
-is kept in `recommendations`, keyed on (sweep_id, host, engine, model, workload, concurrency); ingesting a
-sweep again replaces it. Sweeps are ordered by when they started (the earliest fact's start), which
-is what "previous runs" means in `regress`.
+is kept in `recommendations`, keyed on (sweep_id, host, engine, model, workload, concurrency);
+ingesting a sweep again replaces it. Sweeps are ordered by when they started (the earliest fact's
+start), which is what "previous runs" means in `regress`. What deploy.yml put into production is kept in
+`deployments` (analysis.deploy.store).
 
 The runs table takes its config columns from analysis.sweep.config. A store written by an older
 specsweep is brought up to date when it is opened: missing tables are created and missing run
@@ -29,6 +30,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.deploy import store as deployments
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
 from analysis.nightly import provenance, recommendations
@@ -37,7 +39,7 @@ from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
 # 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: without
-# recommendations; 3: without workloads; 4: this.
+# recommendations; 3: without workloads, or deployments (analysis.deploy.store); 4: this.
 SCHEMA_VERSION = 4
 SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
 NO_SLA = Sla()
@@ -68,7 +70,7 @@ CREATE TABLE IF NOT EXISTS provenance (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, config_id TEXT NOT NULL,
     {", ".join(f"{name} TEXT" for name in provenance.FIELDS)},
     PRIMARY KEY (sweep_id, host, config_id));
-{recommendations.TABLE}"""
+{recommendations.TABLE}{deployments.TABLE}"""
 
 
 class HistoryError(Exception):
@@ -190,6 +192,11 @@ def read(conn: sqlite3.Connection) -> dict[str, pd.DataFrame]:
     }
 
 
+def add_history_option(parser: argparse.ArgumentParser) -> None:
+    """--history PATH: the store a subcommand reads or writes."""
+    parser.add_argument("--history", type=Path, default=DEFAULT, metavar="PATH", help=f"default: {DEFAULT}")
+
+
 def add_parser(subparsers: Any) -> None:
     """Register `ingest` on the CLI's subparsers."""
     parser = subparsers.add_parser(
@@ -199,7 +206,7 @@ def add_parser(subparsers: Any) -> None:
         "the config `recommend` would deploy at each load level (under the --sla-* given here).",
     )
     add_load_options(parser)
-    parser.add_argument("--history", type=Path, default=DEFAULT, metavar="PATH", help=f"default: {DEFAULT}")
+    add_history_option(parser)
     add_sla_options(parser)  # the SLA the stored recommendation is made under, as `recommend` takes it
     parser.set_defaults(func=run)
 

@@ -29,6 +29,9 @@ description:
     host by the lease its servers' supervisor watches. So that the lease runs out, each worker process
     forked from ansible-playbook is killed with it (PR_SET_PDEATHSIG); an orphaned worker would keep
     retrying its task (a benchmark followed in slices) and each retry would renew the lease.
+  - An interrupted deploy (deploy.yml) runs playbooks/deploy_settle.yml over its hosts instead, for
+    at most SETTLE_TIMEOUT_S seconds. A host whose change was in flight goes back to what last passed
+    its gates there; each says whether it serves the old config or the new one.
 requirements:
   - enabled in ansible.cfg (callbacks_enabled)
 """
@@ -37,6 +40,10 @@ REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / "playbooks" / "release.yml"
 # The stop's own bound (server_process_stop_timeout_s, 60 s) and the playbook's start and connection.
 RELEASE_TIMEOUT_S = 90
+# An interrupted deploy (deploy.yml) puts hosts whose change was in flight back on what last passed
+# there, each saying old or new (playbooks/deploy_settle.yml); a restart waits for the server's load.
+SETTLE = REPO / "playbooks" / "deploy_settle.yml"
+SETTLE_TIMEOUT_S = 600
 # Command-line options that say how to reach the hosts, as ansible-playbook takes them.
 CONNECTION_OPTIONS = {
     "remote_user": "--user",
@@ -65,7 +72,18 @@ def die_with_parent() -> None:
 
 def release_argv(cli: Any, sweep: dict[str, Any], results_dir: str) -> list[str]:
     """playbooks/release.yml over the sweep's hosts, reached as this run reaches them."""
-    argv = [str(Path(sys.argv[0]).resolve()), str(RELEASE)]
+    extra = {"release": sweep["id"], "release_results_dir": results_dir}
+    return playbook_argv(cli, RELEASE, sweep["hosts"], extra)
+
+
+def settle_argv(cli: Any, deploy: dict[str, Any]) -> list[str]:
+    """playbooks/deploy_settle.yml over an interrupted deploy's hosts, reached as this run reaches them."""
+    return playbook_argv(cli, SETTLE, deploy["hosts"], {"deploy_settle_run": deploy["run_id"]})
+
+
+def playbook_argv(cli: Any, playbook: Path, hosts: list[str], more: dict[str, str]) -> list[str]:
+    """`playbook` over `hosts` with this run's inventory, connection options and -e values, and `more`."""
+    argv = [str(Path(sys.argv[0]).resolve()), str(playbook)]
     for source in cli.get("inventory") or ():
         argv += ["--inventory", source]
     for key, flag in CONNECTION_OPTIONS.items():
@@ -77,8 +95,9 @@ def release_argv(cli: Any, sweep: dict[str, Any], results_dir: str) -> list[str]
     # The run's own -e values may carry connection variables (ansible_user, ...).
     for extra in cli.get("extra_vars") or ():
         argv += ["--extra-vars", extra]
-    argv += ["--extra-vars", f"release={sweep['id']}", "--extra-vars", f"release_results_dir={results_dir}"]
-    return [*argv, "--limit", ",".join(sweep["hosts"])]
+    for key, value in more.items():
+        argv += ["--extra-vars", f"{key}={value}"]
+    return [*argv, "--limit", ",".join(hosts)]
 
 
 class CallbackModule(CallbackBase):
@@ -92,6 +111,7 @@ class CallbackModule(CallbackBase):
     def __init__(self) -> None:
         super().__init__()
         self._sweep: dict[str, Any] | None = None
+        self._deploy: dict[str, Any] | None = None
         self._interrupted = False
         # Workers are forks of this process (subprocess launches do not run fork hooks: ssh is spared).
         os.register_at_fork(after_in_child=die_with_parent)
@@ -115,21 +135,34 @@ class CallbackModule(CallbackBase):
         sweep = result._result.get("sweep")
         if result._task.action.endswith("specsweep_plan") and sweep and not result._task.check_mode:
             self._sweep = sweep
+        if result._task.action.endswith("specsweep_deploy_plan") and not result._task.check_mode:
+            self._deploy = {"run_id": result._result["run_id"], "hosts": list(result._result["targets"])}
 
     def _release(self) -> None:
         """Run the release playbook for the interrupted sweep's hosts (bounded in time)."""
+        if self._interrupted and self._deploy is not None:
+            self._run(
+                "interrupted: every host of the deploy back to what last passed its gates there",
+                settle_argv(context.CLIARGS, self._deploy),
+                SETTLE_TIMEOUT_S,
+            )
         sweep = self._sweep
         if not self._interrupted or sweep is None or sweep["settings"].get("plan_only"):
             return
         results_dir = str(Path(sweep["dir"]).parent)
-        argv = release_argv(context.CLIARGS, sweep, results_dir)
-        self._display.display(
-            f"interrupted: stopping the servers of sweep {sweep['id']} and releasing its hosts"
+        self._run(
+            f"interrupted: stopping the servers of sweep {sweep['id']} and releasing its hosts",
+            release_argv(context.CLIARGS, sweep, results_dir),
+            RELEASE_TIMEOUT_S,
         )
+
+    def _run(self, say: str, argv: list[str], timeout_s: float) -> None:
+        """Say `say`, run the playbook of `argv` for at most `timeout_s`, and show what it printed."""
+        self._display.display(say)
         try:
             # Its output through this display: its own, inherited, would meet a closing terminal.
             done = subprocess.run(
-                argv, cwd=REPO, timeout=RELEASE_TIMEOUT_S, check=False, capture_output=True, text=True
+                argv, cwd=REPO, timeout=timeout_s, check=False, capture_output=True, text=True
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             # What it did get done, to say where it stuck (bytes on a timeout, even with text=True).
@@ -137,8 +170,8 @@ class CallbackModule(CallbackBase):
             if partial:
                 text = partial.decode(errors="replace") if isinstance(partial, bytes) else partial
                 self._display.display(text)
-            self._display.warning(f"releasing the hosts of sweep {sweep['id']} did not finish: {exc}")
+            self._display.warning(f"{Path(argv[1]).name} did not finish: {exc}")
             return
         self._display.display((done.stdout + done.stderr).strip())
         if done.returncode:
-            self._display.warning(f"releasing the hosts of sweep {sweep['id']}: exit {done.returncode}")
+            self._display.warning(f"{Path(argv[1]).name}: exit {done.returncode}")

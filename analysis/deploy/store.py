@@ -1,0 +1,173 @@
+"""What runs where: one row per host each time deploy.yml put a config into production there (its
+gates passed), in the history store's `deployments` table; and the `deployed` subcommand.
+
+    python -m analysis deployed [--history DB] [--format text|json]
+
+lists, per host, the latest deployment: config, sweep, argv hash, port, launcher, when, the gate's
+figures against the sweep's, and whether the recommendation has moved since: the newest sweep in the
+store that measured the host at that load level (`ingest`, the nightly's) recommends another config
+that is more than MOVED_PCT % faster there than the deployed one (information, never a failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+
+VALUES = {
+    "sweep_id": "TEXT NOT NULL", "config": "TEXT NOT NULL", "concurrency": "INTEGER", "engine": "TEXT",
+    "model": "TEXT", "argv_sha256": "TEXT NOT NULL", "port": "INTEGER", "launcher": "TEXT",
+    "gate_tok_s": "REAL", "gate_tok_s_floor": "REAL", "gate_accept_length": "REAL", "gate_errors": "INTEGER",
+    "gate_requests": "INTEGER", "sweep_tok_s": "REAL", "sweep_tok_s_ci_lo": "REAL",
+    "sweep_accept_ci_lo": "REAL", "sweep_accept_ci_hi": "REAL",
+}  # fmt: skip
+FIELDS = ["host", "deployed_at", *VALUES]
+TABLE = f"""
+CREATE TABLE IF NOT EXISTS deployments (
+    host TEXT NOT NULL, deployed_at REAL NOT NULL,
+    {", ".join(f"{name} {kind}" for name, kind in VALUES.items())},
+    PRIMARY KEY (host, deployed_at));
+"""
+SHOWN = [
+    "host", "config", "sweep_id", "concurrency", "port", "launcher", "argv_sha256", "deployed", "gate",
+    "recommended_now",
+]  # fmt: skip
+# % by which the newest recommendation must beat the deployed config, in the same sweep, to say redeploy.
+MOVED_PCT = 5.0
+
+
+def row(host: str, target: dict[str, Any], verdict: dict[str, Any], launcher: str) -> dict[str, Any]:
+    """The stored row for a host whose deployment of `target` (choice.choose's) passed `verdict`."""
+    sweep = target["sweep"]
+    return {
+        "host": host, "deployed_at": time.time(), "sweep_id": target["sweep_id"], "config": target["config"],
+        "concurrency": target["concurrency"], "engine": target["engine"], "model": target["model"],
+        "argv_sha256": target["argv_sha256"], "port": target["port"], "launcher": launcher,
+        "gate_tok_s": verdict["tok_s"], "gate_tok_s_floor": verdict["tok_s_floor"],
+        "gate_accept_length": verdict["accept_length"], "gate_errors": verdict["errors"],
+        "gate_requests": verdict["requests"], "sweep_tok_s": sweep["tok_s"],
+        "sweep_tok_s_ci_lo": sweep["tok_s_ci_lo"], "sweep_accept_ci_lo": sweep["accept_ci_lo"],
+        "sweep_accept_ci_hi": sweep["accept_ci_hi"],
+    }  # fmt: skip
+
+
+def record(conn: sqlite3.Connection, values: dict[str, Any]) -> None:
+    """Add one deployment."""
+    names = ", ".join(FIELDS)
+    with conn:
+        conn.execute(
+            f"INSERT INTO deployments ({names}) VALUES ({', '.join('?' * len(FIELDS))})",
+            [values[f] for f in FIELDS],
+        )
+
+
+def latest(conn: sqlite3.Connection) -> pd.DataFrame:
+    """Per host, its latest deployment (hosts in name order)."""
+    table = pd.read_sql("SELECT * FROM deployments", conn)
+    table = table.sort_values("deployed_at").drop_duplicates("host", keep="last")
+    return table.sort_values("host").reset_index(drop=True)
+
+
+def moved(conn: sqlite3.Connection, deployed: pd.DataFrame) -> pd.DataFrame:
+    """The deployed rows with the newest stored recommendation at their host and level: newest_sweep,
+    newest_config, moved_pct (the newest config's tok/s over the deployed one's in that sweep, %) and
+    redeploy (another config, more than MOVED_PCT % faster)."""
+    recs = pd.read_sql(
+        "SELECT r.sweep_id, r.host, r.concurrency, r.config, r.decode_tps, s.started_at"
+        " FROM recommendations r JOIN sweeps s USING (sweep_id) WHERE r.config IS NOT NULL",
+        conn,
+    )
+    newest = recs.sort_values("started_at").drop_duplicates(["host", "concurrency"], keep="last")
+    newest = newest.rename(
+        columns={"sweep_id": "newest_sweep", "config": "newest_config", "decode_tps": "new_tps"}
+    )
+    out = deployed.merge(newest.drop(columns="started_at"), on=["host", "concurrency"], how="left")
+    runs = pd.read_sql(
+        "SELECT sweep_id AS newest_sweep, host, concurrency, config_id AS config, decode_tps FROM runs"
+        " WHERE run_ok = 1",
+        conn,
+    )
+    now = runs.groupby(["newest_sweep", "host", "concurrency", "config"])["decode_tps"].median()
+    out = out.merge(now.rename("old_tps").reset_index(), on=["newest_sweep", "host", "concurrency", "config"],
+                    how="left")  # fmt: skip
+    other = out["newest_config"].notna() & out["newest_config"].ne(out["config"])
+    out["moved_pct"] = ((out["new_tps"] / out["old_tps"] - 1.0) * 100.0).where(other, 0.0)
+    out["redeploy"] = other & (out["moved_pct"].gt(MOVED_PCT) | out["old_tps"].isna())
+    return out.drop(columns=["new_tps", "old_tps"])
+
+
+def _now(r: pd.Series) -> str:
+    """The newest recommendation against the deployed config, in a few words."""
+    if not isinstance(r["newest_config"], str):
+        return "-"
+    if r["newest_config"] == r["config"]:
+        return f"same ({r['newest_sweep']})"
+    gain = "not measured there" if pd.isna(r["moved_pct"]) else f"{r['moved_pct']:+.1f}%"
+    return f"{r['newest_config']} ({r['newest_sweep']}, {gain}){': redeploy' if r['redeploy'] else ''}"
+
+
+def _gate(r: pd.Series) -> str:
+    """The gate's figures in a few words."""
+    accept = "" if pd.isna(r["gate_accept_length"]) else f", accept {r['gate_accept_length']:.2f}"
+    sweep = f"sweep {r['sweep_tok_s']:.1f}, floor {r['gate_tok_s_floor']:.1f}"
+    return f"{r['gate_tok_s']:.1f} tok/s ({sweep}){accept}"
+
+
+def table_text(table: pd.DataFrame) -> str:
+    """The latest deployments as an aligned text table."""
+    if table.empty:
+        return "nothing deployed yet\n"
+    shown = table.assign(
+        deployed=pd.to_datetime(table["deployed_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M:%SZ"),
+        argv_sha256=table["argv_sha256"].str[:12],
+        gate=table.apply(_gate, axis=1),
+        recommended_now=table.apply(_now, axis=1),
+    )
+    return shown[SHOWN].to_string(index=False) + "\n"
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register `deployed` on the CLI's subparsers."""
+    from analysis.nightly.history import add_history_option
+
+    parser = subparsers.add_parser(
+        "deployed",
+        help="what deploy.yml put into production on each host",
+        description="Per host, the latest deployment recorded in the history store: config, sweep, argv "
+        "hash, port and the gate's figures.",
+    )
+    add_history_option(parser)
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the latest deployment per host; exit 2 when the store cannot be read."""
+    from analysis.nightly.history import HistoryError, connect
+
+    if not args.history.is_file():
+        print(
+            f"{args.history}: no history store (deploy.yml writes one next to the sweep's results)",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        conn = connect(args.history)
+    except HistoryError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    try:
+        table = moved(conn, latest(conn))
+    finally:
+        conn.close()
+    if args.format == "json":
+        sys.stdout.write(json.dumps(json.loads(table.to_json(orient="records")), indent=2) + "\n")
+    else:
+        sys.stdout.write(table_text(table))
+    return 0

@@ -1,0 +1,268 @@
+"""deploy.yml's rules: the config and production argv per host, the gate, and what runs where."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import pytest
+from factories import config, crash, fact, run, write_sweep
+from plugin_loader import REPO, load_plugin
+
+from analysis import cli
+from analysis.deploy import gate, store
+from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, with_port
+from analysis.facts.load import load_sweeps
+from analysis.facts.schema import REDACTED, to_dict
+from analysis.nightly import history
+
+ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "30000", "--api-key", REDACTED]
+
+
+def plan(sweep: Path, hosts: list[str], configs: list[str]) -> None:
+    """A plan.json as the sweep writes it: each host's launches, secrets redacted."""
+    doc = {
+        "sweep": {"id": sweep.name, "settings": {"max_tokens": 128, "warmup": 1}},
+        "hosts": {
+            h: {
+                "server": {"engine": "sglang", "model": "Kimi-K2.5", "host": "0.0.0.0", "port": 30000,
+                           "health_timeout_s": 1800.0},
+                "follows": None,
+                "followed_by": [],
+                "entries": [
+                    {"config": {"id": c, "adaptive": False}, "argv": [*ARGV, "--id", c],
+                     "env": {"NCCL_PROTO": "LL"}}
+                    for c in configs
+                ],
+            }
+            for h in hosts
+        },
+    }  # fmt: skip
+    (sweep / "plan.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def measured(cfg, values, host, accept=None, failure=None):
+    """A fact of one config on one host: one single-request run per value (and accept length)."""
+    accepts = accept or [None] * len(values)
+    runs = [run([v], repeat=i, accept_length=a) for i, (v, a) in enumerate(zip(values, accepts, strict=True))]
+    return fact(cfg, [] if failure else runs, host=host, failure=failure)
+
+
+@pytest.fixture
+def sweep(tmp_path: Path) -> Path:
+    """gpu-a: s3 clearly faster than the baseline; gpu-b: s3 within noise (the baseline is the answer);
+    s5 crashed on both."""
+    facts = [
+        measured(config(None), [100, 101, 99], "gpu-a"),
+        measured(config(3), [150, 152, 148], "gpu-a", accept=[2.5, 2.6, 2.4]),
+        measured(config(None), [100, 101, 99], "gpu-b"),
+        measured(config(3), [100, 130, 80], "gpu-b", accept=[2.5, 2.5, 2.5]),
+        measured(config(5), [], "gpu-a", failure=crash()),
+        measured(config(5), [], "gpu-b", failure=crash()),
+    ]
+    root = write_sweep(tmp_path, facts)
+    plan(root, ["gpu-a", "gpu-b"], ["baseline", "s3", "s5"])
+    return root
+
+
+HOSTS = [HostInput("gpu-a", 8000, "key-a"), HostInput("gpu-b", 8000, "key-b")]
+
+
+def test_with_port_replaces_either_spelling_and_refuses_an_argv_without_one() -> None:
+    assert with_port(["srv", "--port", "30000", "-c", "1"], 8000) == ["srv", "--port", "8000", "-c", "1"]
+    assert with_port(["srv", "--port=30000"], 8000) == ["srv", "--port=8000"]
+    with pytest.raises(DeployError, match="no --port"):
+        with_port(["srv", "-p", "1"], 8000)
+
+
+def test_each_host_gets_its_recommended_config_with_the_measured_argv_on_the_production_port(
+    sweep: Path,
+) -> None:
+    targets = choose(sweep, HOSTS)
+    assert targets["gpu-a"]["config"] == "s3"
+    assert targets["gpu-b"]["config"] == "baseline"  # s3 within noise of it there
+    a = targets["gpu-a"]
+    assert a["argv"] == ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "8000",
+                         "--api-key", "key-a", "--id", "s3"]  # fmt: skip
+    assert a["env"] == {"NCCL_PROTO": "LL"}
+    assert a["url"] == "http://0.0.0.0:8000" and a["concurrency"] == 1
+    # The hash is of the redacted launch: the same on every host, no secret in it.
+    assert a["argv_sha256"] == argv_hash(with_port([*ARGV, "--id", "s3"], 8000), {"NCCL_PROTO": "LL"})
+    assert a["sweep"]["tok_s"] == pytest.approx(150.0)
+    assert 140 < a["sweep"]["tok_s_ci_lo"] < 150 < a["sweep"]["tok_s_ci_hi"]
+    assert a["sweep"]["accept_ci_lo"] < 2.5 < a["sweep"]["accept_ci_hi"]
+    assert a["benchmark"] == {"max_tokens": 128, "warmup": 1, "concurrency": 1}
+
+
+def test_a_named_config_is_taken_when_it_completed_on_every_host(sweep: Path) -> None:
+    targets = choose(sweep, HOSTS, config="s3")
+    assert {t["config"] for t in targets.values()} == {"s3"}
+    assert targets["gpu-b"]["why"] == "named with -e config"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"config": "s9"}, "config: s9 was not measured on gpu-a"),
+        ({"config": "s5"}, "config: s5 did not complete every repeat on gpu-a"),
+        ({"concurrency": 4}, "concurrency: 4 was not measured by sweep sweep-1 .measured: 1."),
+    ],
+)
+def test_bad_input_is_refused_with_one_sentence(sweep: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(DeployError, match=message):
+        choose(sweep, HOSTS, **kwargs)
+
+
+def test_a_host_the_sweep_did_not_measure_or_a_folder_that_is_no_sweep_is_refused(
+    sweep: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(
+        DeployError, match=r"gpu-z: not measured by sweep sweep-1 \(its hosts: gpu-a, gpu-b\)"
+    ):
+        choose(sweep, [*HOSTS, HostInput("gpu-z", 8000, "k")])
+    with pytest.raises(DeployError, match="is not a sweep"):
+        choose(tmp_path / "nothing", HOSTS)
+    with pytest.raises(DeployError, match="carries a secret and the host has no api key"):
+        choose(sweep, [HostInput("gpu-a", 8000)])
+
+
+def test_levels_with_different_answers_need_a_concurrency(tmp_path: Path) -> None:
+    facts = [
+        fact(config(None), [run([100], repeat=i, concurrency=c) for c in (1, 8) for i in range(3)], host="h"),
+        fact(config(3), [run([v], repeat=i, concurrency=c) for c, v in ((1, 150), (8, 50)) for i in range(3)],
+             host="h"),
+    ]  # fmt: skip
+    root = write_sweep(tmp_path, facts)
+    plan(root, ["h"], ["baseline", "s3"])
+    with pytest.raises(
+        DeployError, match="recommends s3 at 1, baseline at 8 on h: choose one with -e concurrency"
+    ):
+        choose(root, [HostInput("h", 8000, "k")])
+    assert choose(root, [HostInput("h", 8000, "k")], concurrency=8)["h"]["config"] == "baseline"
+
+
+SWEEP = {"tok_s": 100.0, "tok_s_ci_lo": 95.0, "tok_s_ci_hi": 105.0, "accept_length": 2.5,
+         "accept_ci_lo": 2.4, "accept_ci_hi": 2.6}  # fmt: skip
+
+
+def bench(tps: list[float], accept: float | None = 2.5, error: str | None = None) -> dict:
+    """A benchmark client document of one run."""
+    return {"runs": [to_dict(run(tps, accept_length=accept, error=error))]}
+
+
+def test_gate_passes_at_the_sweeps_speed_and_names_the_figures() -> None:
+    verdict = gate.judge(SWEEP, bench([97.0, 99.0]))
+    assert verdict.passed and verdict.gate is None
+    assert verdict.tok_s == 98.0 and verdict.tok_s_floor == 95.0 and verdict.errors == 0
+    assert verdict.detail == "98.0 tok/s (floor 95.0), accept length 2.50, 2 request(s), no errors"
+
+
+@pytest.mark.parametrize(
+    ("doc", "tolerance", "name", "detail"),
+    [
+        (bench([99.0], error="reset"), None, "errors", "1 of 2 request(s) failed (reset)"),
+        (bench([90.0]), None, "tok/s", "90.0 tok/s, below the sweep's 95% CI low 95.0 (median 100.0)"),
+        (bench([96.0]), -10.0, "tok/s", "96.0 tok/s, below the sweep's floor 110.0 (median 100.0)"),
+        (bench([99.0], accept=1.6), None, "accept length",
+         "accept length 1.60, outside the sweep's 2.16..2.86 (95% CI 2.40..2.60 +-10%)"),
+        ({"runs": [], "error": "server exited"}, None, "errors", "1 of 0 request(s) failed (server exited)"),
+    ],
+)  # fmt: skip
+def test_gate_fails_naming_the_gate_and_the_numbers(doc: dict, tolerance, name: str, detail: str) -> None:
+    verdict = gate.judge(SWEEP, doc, tolerance)
+    assert not verdict.passed
+    assert (verdict.gate, verdict.detail) == (name, detail)
+
+
+def test_gate_tolerance_and_a_sweep_without_an_interval() -> None:
+    assert gate.judge(SWEEP, bench([80.0]), tolerance_pct=25.0).passed  # floor 75
+    no_ci = {**SWEEP, "tok_s_ci_lo": None, "accept_ci_lo": None, "accept_ci_hi": None}
+    assert gate.floor(no_ci, None) == pytest.approx(100.0 * (1 - gate.DEFAULT_TOLERANCE_PCT / 100))
+    assert gate.judge(no_ci, bench([95.0], accept=1.0)).passed  # no accept interval: not judged
+
+
+def test_deployments_are_recorded_and_listed_per_host_latest_first(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "history.sqlite"
+    targets = choose(sweep, HOSTS)
+    verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
+    conn = history.connect(db)
+    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS, config="s3")["gpu-b"], verdict, "nohup"))
+    store.record(conn, store.row("gpu-a", targets["gpu-a"], verdict, "systemd"))
+    store.record(conn, store.row("gpu-b", targets["gpu-b"], verdict, "nohup"))
+    conn.close()
+    assert cli.main(["deployed", "--history", str(db), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["host"], r["config"], r["launcher"]) for r in rows] == [
+        ("gpu-a", "s3", "systemd"),
+        ("gpu-b", "baseline", "nohup"),
+    ]
+    assert rows[0]["argv_sha256"] == targets["gpu-a"]["argv_sha256"] and rows[0]["gate_tok_s"] == 98.0
+    assert cli.main(["deployed", "--history", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "gpu-a" in text and "98.0 tok/s (sweep 150.0, floor 95.0), accept 2.50" in text
+    assert cli.main(["deployed", "--history", str(tmp_path / "none.sqlite")]) == 2
+
+
+def test_a_store_from_before_deployments_gains_the_table(tmp_path: Path) -> None:
+    db = tmp_path / "old.sqlite"
+    conn = history.connect(db)
+    conn.execute("DROP TABLE deployments")
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    conn = history.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION
+    assert store.latest(conn).empty
+    conn.close()
+    assert sqlite3.connect(db).execute("SELECT count(*) FROM deployments").fetchone() == (0,)
+
+
+def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "history.sqlite"
+    verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
+    conn = history.connect(db)
+    history.ingest(conn, load_sweeps([sweep]))  # the newest sweep: s3 on gpu-a, baseline on gpu-b
+    for host in ("gpu-a", "gpu-b"):  # both run the baseline
+        store.record(conn, store.row(host, choose(sweep, HOSTS, config="baseline")[host], verdict, "nohup"))
+    table = store.moved(conn, store.latest(conn)).set_index("host")
+    conn.close()
+    assert table.loc["gpu-a", "newest_config"] == "s3" and bool(table.loc["gpu-a", "redeploy"])
+    assert table.loc["gpu-a", "moved_pct"] == pytest.approx(50.0)
+    assert table.loc["gpu-b", "newest_config"] == "baseline" and not table.loc["gpu-b", "redeploy"]
+    assert cli.main(["deployed", "--history", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "s3 (sweep-1, +50.0%): redeploy" in text and "same (sweep-1)" in text
+
+
+def test_the_production_unit_runs_the_argv_quoted_and_passes_systemd_analyze(tmp_path: Path) -> None:
+    sd = load_plugin("plugins/filter/specsweep_systemd.py")
+    jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, keep_trailing_newline=True)
+    jinja.filters["systemd_quote"] = sd.systemd_quote
+    template = (REPO / "roles/deploy/templates/specsweep-serve.service.j2").read_text()
+    target = {
+        "sweep_id": "sw1", "config": "s3", "argv_sha256": "ab" * 32, "port": 8000,
+        "argv": [sys.executable, "-m", "srv", "--port", "8000", "--chat", "a $HOME 100%"],
+        "env": {"NCCL_PROTO": "LL", "NOTE": "two  words"},
+    }  # fmt: skip
+    text = jinja.from_string(template).render(
+        deploy_target=target, deploy_stop_timeout_s=60, ansible_managed="x"
+    )
+    unit = tmp_path / "specsweep-serve.service"
+    unit.write_text(text)
+    tool = shutil.which("systemd-analyze")
+    assert tool, "systemd-analyze is required (the role validates units with it): apt-get install -y systemd"
+    res = subprocess.run([tool, "verify", "--man=no", str(unit)], capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and unit.name not in res.stdout + res.stderr, res.stdout + res.stderr
+    settings = [ln for ln in text.splitlines() if ln and not ln.startswith("#")]
+    assert f'ExecStart="{sys.executable}" "-m" "srv" "--port" "8000" "--chat" "a $$HOME 100%%"' in settings
+    assert 'Environment="NOTE=two  words"' in settings and "Restart=on-failure" in settings
+    assert "WantedBy=multi-user.target" in settings
