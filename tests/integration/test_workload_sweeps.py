@@ -27,7 +27,10 @@ def test_chat_and_code_get_rows_of_their_own_and_recommend_answers_per_workload(
     assert runs == [("chat", 1), ("chat", 2), ("code", 1), ("code", 2)]
     chat = [r for r in fact.runs if r.workload == "chat"]
     # An MT-Bench question's two turns, the second sent after the answer to the first.
-    assert [q.prompt_id.count("/") for q in chat[0].requests] == [0, 1]
+    # A level sends 4 x c units (docs/load.md), each one conversation of two turns, the second after
+    # the first's answer.
+    turns = [q.prompt_id.count("/") for q in chat[0].requests]
+    assert turns == [0, 1] * 4, turns
     assert chat[0].requests[1].input_tokens > chat[0].requests[0].input_tokens + 16
     sets = {s.name: s for s in fact.benchmark.workloads}
     assert (sets["chat"].source, sets["code"].source) == (
@@ -79,7 +82,7 @@ def test_an_operators_traffic_file_sweeps_with_no_prompt_text_anywhere_and_a_bro
                     "-e", f"workload_file={traffic}", "-e", "workload_records=2")  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     fact = run.facts()[("sshost1", "s2")]
-    assert {r.workload for r in fact.runs} == {"file"} and all(len(r.requests) == 2 for r in fact.runs)
+    assert {r.workload for r in fact.runs} == {"file"} and all(len(r.requests) == 4 for r in fact.runs)
     assert all(
         q.error is None and q.text == "" for r in fact.runs for q in r.requests
     )  # no response text kept
