@@ -1,7 +1,7 @@
 """What racing (-e race=true) saves, and what it risks, on sweeps simulated from real facts.
 
 Not a test: numbers, not verdicts. Calibration: a sweep's facts (default: the H200 n-gram sweep in
-/work/shared/gpu-run/captured/h200-ngram, baseline and s1/s2/s4 at concurrency 1, 4 and 16, 3
+../shared/gpu-run/captured/h200-ngram, baseline and s1/s2/s4 at concurrency 1, 4 and 16, 3
 repeats each). Each config's true tok/s at a level is its median there; a repeat's noise is the
 pooled within-launch spread of log decode tok/s of that sweep (one CV for all); each launch adds a
 launch effect (log-normal, sd given per row: 0 = launches as steady as repeats, 5% and 10% = the
@@ -30,7 +30,8 @@ import pandas as pd
 
 from analysis.sweep import order, race
 
-DEFAULT = Path("/work/shared/gpu-run/captured/h200-ngram/localhost")
+# The shared folder beside the repository (as CI lays it): the captured H200 sweep.
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "gpu-run" / "captured" / "h200-ngram" / "localhost"
 
 
 def calibrate(folder: Path) -> tuple[pd.DataFrame, float, float, int]:

@@ -59,3 +59,16 @@ def test_the_fleet_bench_splits_the_hosts_time(sweep_inventory: Path, ssh_hosts:
     # Every host measured its baseline and one of them the shared config; the parts fill the hosts' time.
     assert rows["config runs per sweep (a baseline per host + 1 shared)"][1] == hosts + 1
     assert abs(sum(rows[name][1] for name in (efficiency, *shares)) - 1) < 0.01, rows
+
+
+def test_the_load_bench_holds_each_level_it_asks_for(local_engine) -> None:
+    # One level of 4 tokens against the earlier client (4f62a9a) and this one, on the session's engine.
+    done = subprocess.run([sys.executable, str(BENCH / "load.py"), "--levels", "1", "--max-tokens", "4",
+                           "--engine-python", str(local_engine.python), "--model", str(local_engine.model)],
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    rows = re.findall(
+        r"^\s+(\d+) \| +(\d+\.\d+) \| +(\d+\.\d+) \| +(\d+\.\d+) \| +(\d+)/(\d+)$", done.stdout, re.M
+    )
+    assert [r[0] for r in rows] == ["1"], done.stdout
+    assert float(rows[0][2]) == 1.0, done.stdout  # the client held its one request in flight
