@@ -47,6 +47,9 @@ class Asker:
     profile: str
     # Hosts of this run no longer in it (unreachable, failed): their claims are taken over.
     lost: frozenset[str] = frozenset()
+    # The traffic's shares by workload a probe is judged on (the sweep's `mix`); empty: equal
+    # shares of the workloads measured (analysis.search.objective.level_samples).
+    mix: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def claims(self) -> Path:
@@ -127,14 +130,14 @@ def _load(path: Path) -> Fact | None:
 def _baseline_median(asker: Asker, host: str) -> float | None:
     """Median decode tok/s of the host's baseline for this profile, None when it has none that is ok."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    samples = decode_samples(fact) if fact else []
+    samples = decode_samples(fact, shares=asker.mix) if fact else []
     return statistics.median(samples) if samples else None
 
 
 def _baseline_medians(asker: Asker, host: str) -> dict[int, float]:
     """Median decode tok/s of the host's baseline for this profile at each level it measured."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    return {c: statistics.median(s) for c, s in (level_samples(fact) if fact else {}).items() if s}
+    return {c: statistics.median(s) for c, s in (level_samples(fact, asker.mix) if fact else {}).items() if s}
 
 
 @dataclass(frozen=True)
@@ -167,12 +170,12 @@ def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
     medians = {h: _baseline_median(asker, h) for h in hosts}
     baselines = medians if all(m is not None for m in medians.values()) else None
     unit = "decode tok/s / host baseline" if baselines else "decode tok/s"
-    probes = {cid: probe_of(fs, baselines) for cid, fs in facts.items()}
+    probes = {cid: probe_of(fs, baselines, shares=asker.mix) for cid, fs in facts.items()}
     levels = sorted({c for fs in facts.values() for f in fs for c in levels_of(f)})
     per_host = {h: _baseline_medians(asker, h) for h in hosts}
     ratios = all(c in per_host[h] for h in hosts for c in levels)
     by_level = {c: {h: per_host[h][c] for h in hosts} for c in levels} if ratios else None
-    found = {cid: level_probes(fs, levels, by_level) for cid, fs in facts.items()}
+    found = {cid: level_probes(fs, levels, by_level, asker.mix) for cid, fs in facts.items()}
     return Observed(
         facts,
         probes,

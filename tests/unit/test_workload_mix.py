@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from factories import config, fact, run, write_sweep
 
@@ -99,3 +101,33 @@ def test_the_report_has_a_table_per_workload_with_its_accept_length(
     out = capsys.readouterr().out
     for workload in ("chat", "code"):
         assert f"| workload {workload} | concurrency 1" in out, out
+
+
+def test_recommend_defaults_to_the_mix_the_sweep_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = workload_sweep(tmp_path)
+    assert recommend_json(sweep, capsys)["by_concurrency"]["1"]["config"] == "s2"  # equal shares: s2 gains
+    (sweep / "sweep.json").write_text(json.dumps({"settings": {"mix": {"chat": 0.9, "code": 0.1}}}))
+    asked = recommend_json(sweep, capsys)
+    assert asked["mix"] == pytest.approx({"chat": 0.9, "code": 0.1})
+    assert asked["by_concurrency"]["1"]["config"] == "baseline"
+    assert recommend_json(sweep, capsys, "--mix", "code=1")["by_concurrency"]["1"]["config"] == "s2"
+
+
+def test_sweeps_asking_for_different_mixes_are_refused_without_one_given(tmp_path: Path) -> None:
+    one, other = tmp_path / "a", tmp_path / "b"
+    for folder, shares in ((one, {"chat": 1.0}), (other, {"code": 1.0})):
+        folder.mkdir()
+        (folder / "sweep.json").write_text(json.dumps({"settings": {"mix": shares}}))
+    with pytest.raises(mix.MixError, match="different mixes"):
+        mix.recorded([one, other])
+    assert mix.recorded([one, one]) == {"chat": 1.0}
+    assert mix.recorded([tmp_path]) is None  # a folder without sweep.json names none
+
+
+def test_the_mix_rate_is_the_request_weighted_harmonic_mean_and_needs_every_workload() -> None:
+    rows = pd.DataFrame({"key": [1, 1, 2], "workload": ["chat", "code", "chat"], "rate": [90.0, 150.0, 90.0]})
+    got = mix.rates(rows, {"chat": 0.7, "code": 0.3}, ["key"])
+    assert got[1] == pytest.approx(1 / (0.7 / 90 + 0.3 / 150))
+    assert np.isnan(got[2])  # no code measured for key 2
