@@ -300,3 +300,14 @@ def test_the_mix_asked_for_is_written_into_sweep_json_for_recommend_to_default_t
         request.read({"workloads": "code", "mix": "chat=1"}), {"h0": llama()}, IDENTITY, tmp_path
     )
     assert refused["errors"] == ["mix: chat not among the workloads measured (code)"]
+
+
+def test_a_long_workload_no_tier_of_which_fits_the_hosts_context_is_refused_at_plan_time(
+    tmp_path: Path,
+) -> None:
+    refused = plan.build(
+        request.read({"workloads": "code,long"}), {"h0": llama(ctx_size=1024)}, IDENTITY, tmp_path
+    )
+    assert refused["errors"] == [
+        "workloads: long needs a context of at least 1461 tokens per request; the targeted servers give 1024"
+    ]
