@@ -271,6 +271,8 @@ def write_state(
         "profile": asker.profile or "default",
         "updated_at": time.time(),
         "unit": observed.unit,
+        # The shares a launch of several workloads was judged on ({}: equal, or one workload).
+        "mix": dict(asker.mix),
         "candidates": [{"id": c.id, "steps": c.steps} for c in sorted(candidates, key=lambda c: c.steps)],
         "observations": {
             cid: {"steps": by_id[cid].steps, **_summary(p)} for cid, p in observed.probes.items()
@@ -344,6 +346,8 @@ def _summary_line(state: dict[str, Any]) -> str:
     """One search as a line of text."""
     where = f" on {state['host']}" if state.get("scope") == "host" else ""
     where += f" (profile {state['profile']})" if state.get("profile", "default") != "default" else ""
+    shares = state.get("mix") or {}
+    where += f" on the mix {','.join(f'{w}={s:g}' for w, s in shares.items())}" if shares else ""
     head = f"search over steps {_steps_text([c['steps'] for c in state['candidates']])}{where}"
     prefix = "best" if state.get("done") else f"in progress ({state.get('action')}), best so far"
     if "levels" in state:  # one answer per concurrency level, from the same launches

@@ -800,3 +800,36 @@ def test_the_search_optimises_the_operators_mix_not_the_pooled_workloads(
     assert max(["s2", "s4"], key=lambda cid: observed.probes[cid].median) == best
     assert observed.unit == "decode tok/s / host baseline"  # the baseline judged on the same mix
     assert observed.probes["s4"].median == pytest.approx(1.05)
+
+
+@pytest.mark.parametrize(("given", "best"), [("chat=0.9,code=0.1", "s4"), ("chat=0.1,code=0.9", "s2")])
+def test_search_next_takes_the_mix_on_its_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, given: str, best: str
+) -> None:
+    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
+    factories.write_sweep(
+        tmp_path, [workload_fact(s, {"chat": a, "code": b}) for s, (a, b) in speeds.items()]
+    )
+    monkeypatch.setattr(
+        sys, "stdin", io.StringIO(json.dumps([{"id": "s2", "steps": 2}, {"id": "s4", "steps": 4}]))
+    )
+    argv = [
+        "next",
+        "--sweep-dir",
+        str(tmp_path / SWEEP),
+        "--host",
+        "gpu-a",
+        "--run-id",
+        "r",
+        "--scope",
+        "host",
+    ]
+    assert cli.main(["search", *argv, "--mix", given]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["action"], answer["best"]) == ("done", best), answer
+    assert f"search over steps 2, 4 on gpu-a on the mix {given}: best {best}" in search_state.render_summary(
+        tmp_path / SWEEP
+    )
+    with pytest.raises(SystemExit):  # argparse's usage error, exit 2
+        cli.main(["search", *argv, "--mix", "chat=0"])
+    assert "each share above 0" in capsys.readouterr().err
