@@ -154,6 +154,6 @@ def _against_baseline(out: pd.DataFrame) -> pd.DataFrame:
     out["within_noise"] = straddles_zero(out["speedup_ci_lo"], out["speedup_ci_hi"])
     # The verdict as the step table takes it (a one-launch interval widened by the launch prior).
     both = pd.concat([out, m[[f"b_{c}" for c in sides[1:]]]], axis=1)
-    out["verdict_ci_lo"], out["verdict_ci_hi"] = verdict_ci(both, ratio)
+    out["verdict_ci_lo"], out["verdict_ci_hi"] = verdict_ci(both, ratio, "b_")
     out["verdict"] = verdict(out["verdict_ci_lo"], out["verdict_ci_hi"]).where(~base_row)
     return out

@@ -60,8 +60,9 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "recommend",
         help="the config to deploy per concurrency level",
-        description="Per host group and concurrency: the fastest config meeting the SLA (baseline where "
-        "speculation does not pay), its speedup CI, the configs within noise of it, goodput, and "
+        description="Per host group and concurrency: the fastest config meeting the SLA whose verdict "
+        "against the baseline is better (else the baseline), its speedup CI, the configs within noise of "
+        "it, goodput, and "
         "whether SGLang's adaptive arm is at least as fast as the best static config.",
     )
     add_load_options(parser)

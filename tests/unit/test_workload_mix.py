@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from factories import config, fact, run, write_sweep
+from factories import config, fact, relaunched, run, write_sweep
 
 from analysis import cli
 from analysis.facts.load import load_sweeps
@@ -31,7 +31,7 @@ def workload_sweep(root: Path) -> Path:
             for i in range(3)
         ]
         facts.append(fact(config(steps), runs))
-    return write_sweep(root, facts)
+    return write_sweep(root, relaunched(facts))
 
 
 def recommend_json(sweep: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
@@ -87,7 +87,8 @@ def test_a_mix_of_a_workload_not_measured_is_refused(
 def test_facts_without_workloads_answer_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = [run([100.0 + i], repeat=i, concurrency=1) for i in range(3)]
     sweep = write_sweep(
-        tmp_path, [fact(config(), runs), fact(config(2), [run([150.0 + i], repeat=i) for i in range(3)])]
+        tmp_path,
+        relaunched([fact(config(), runs), fact(config(2), [run([150.0 + i], repeat=i) for i in range(3)])]),
     )
     doc = recommend_json(sweep, capsys)
     assert "by_workload" not in doc and "mix" not in doc
