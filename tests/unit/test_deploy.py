@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 import pytest
 from factories import config, crash, fact, run, write_sweep
+from local_play import run_local_play
 from plugin_loader import REPO, load_plugin
 
 from analysis import cli
@@ -144,6 +145,75 @@ def test_levels_with_different_answers_need_a_concurrency(tmp_path: Path) -> Non
     ):
         choose(root, [HostInput("h", 8000, "k")])
     assert choose(root, [HostInput("h", 8000, "k")], concurrency=8)["h"]["config"] == "baseline"
+
+
+def workload_sweep(root: Path, host: str = "h") -> Path:
+    """Chat and code at one level: s2 loses on chat (90 tok/s against 100) and wins on code (150)."""
+    speeds = {"baseline": {"chat": 100.0, "code": 100.0}, "s2": {"chat": 90.0, "code": 150.0}}
+    facts = [
+        fact(config(steps), [run([speeds[name][w] * (1 + 0.001 * i)], repeat=i, workload=w)
+                             for w in ("chat", "code") for i in range(3)], host=host)
+        for steps, name in [(None, "baseline"), (2, "s2")]
+    ]  # fmt: skip
+    sweep = write_sweep(root, facts)
+    plan(sweep, [host], ["baseline", "s2"])
+    return sweep
+
+
+def test_the_config_deployed_for_a_mix_is_recommends_answer_for_it_with_the_mixs_figures(
+    tmp_path: Path,
+) -> None:
+    sweep = workload_sweep(tmp_path)
+    host = [HostInput("h", 8000, "k")]
+    chatty = choose(sweep, host, mix="chat=0.9,code=0.1")["h"]
+    # 1 / (0.9 / 90 + 0.1 / 150) = 93.75 tok/s for s2 against the baseline's 100.
+    assert chatty["config"] == "baseline" and chatty["mix"] == pytest.approx({"chat": 0.9, "code": 0.1})
+    coder = choose(sweep, host, mix="chat=0.1,code=0.9")["h"]
+    assert coder["config"] == "s2" and coder["argv"][-1] == "s2"
+    mixed = 1.001 / (0.1 / 90 + 0.9 / 150)  # the middle repeat of each workload
+    assert coder["sweep"]["tok_s"] == pytest.approx(mixed, rel=1e-6)
+    assert coder["sweep"]["tok_s_ci_lo"] < coder["sweep"]["tok_s"] < coder["sweep"]["tok_s_ci_hi"]
+    assert coder["sweep"]["tok_s_ci_hi"] < 150.0  # the mix's own interval, not code's
+    # Without a mix, recommend's answer for equal shares: 1 / (0.5 / 90 + 0.5 / 150) = 112.5.
+    even = choose(sweep, host)["h"]
+    assert even["config"] == "s2" and even["mix"] == pytest.approx({"chat": 0.5, "code": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("math=1", r"mix: math not measured here \(measured: chat, code\)"),
+        ("chat", "mix: 'chat' is not workload=share"),
+        ("chat=0", "mix: give at least one workload a share above 0"),
+    ],
+)
+def test_a_bad_mix_or_an_unknown_workload_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(DeployError, match=f"^{message}"):
+        choose(workload_sweep(tmp_path), [HostInput("h", 8000, "k")], mix=text)
+
+
+def test_a_mix_on_a_sweep_without_named_workloads_is_refused(sweep: Path) -> None:
+    with pytest.raises(DeployError, match=r"^mix: these results name no workloads"):
+        choose(sweep, HOSTS, mix="chat=1")
+    assert choose(sweep, HOSTS)["gpu-a"]["mix"] is None
+
+
+def test_the_plan_refuses_a_bad_mix_before_any_host_is_touched(tmp_path: Path) -> None:
+    sweep = workload_sweep(tmp_path, host="localhost")
+    plan_task = {"name": "plan", "specsweep_deploy_plan": {}, "register": "p",
+                 "vars": {"from": str(sweep), "mix": "math=1", "deploy_port": 8000}}  # fmt: skip
+    touched = tmp_path / "touched"
+    after = {"name": "after", "ansible.builtin.file": {"path": str(touched), "state": "touch"}}
+    key = {"ansible.builtin.set_fact": {"llama_server_api_key": "k"}}  # the plan's launch has a secret
+    res = run_local_play(tmp_path, [key, plan_task, after])
+    said = res.stdout + res.stderr
+    assert res.returncode != 0, said
+    assert "FAILED: Invalid deploy request: mix: math not measured here (measured: chat, code)" in said, said
+    assert not touched.exists()
+    plan_task["vars"]["mix"] = "chat=0.1,code=0.9"
+    res = run_local_play(tmp_path, [key, plan_task])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "deploy sweep-1 -> localhost (canary): s2 at concurrency 1 (fastest;" in res.stdout, res.stdout
 
 
 SWEEP = {"tok_s": 100.0, "tok_s_ci_lo": 95.0, "tok_s_ci_hi": 105.0, "accept_length": 2.5,
