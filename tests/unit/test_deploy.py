@@ -21,6 +21,8 @@ from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, wi
 from analysis.facts.load import load_sweeps
 from analysis.facts.schema import REDACTED, to_dict
 from analysis.nightly import history
+from analysis.nightly import request as nightly
+from analysis.sweep import request as sweep_request
 
 ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "30000", "--api-key", REDACTED]
 
@@ -311,6 +313,51 @@ def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
     assert cli.main(["deployed", "--history", str(db)]) == 0
     text = capsys.readouterr().out
     assert "s3 (sweep-1, +50.0%): redeploy" in text and "same (sweep-1)" in text
+
+
+def test_the_nightly_request_measures_the_config_deployed_on_each_host(sweep: Path, tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    assert store.deployed_configs(db) == {} and not db.exists()  # no store: nothing deployed, none made
+    verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
+    conn = history.connect(db)
+    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS)["gpu-a"], verdict, "nohup"))  # s3, then
+    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS, config="baseline")["gpu-a"], verdict, "nohup"))
+    store.record(conn, store.row("gpu-b", choose(sweep, HOSTS)["gpu-b"], verdict, "nohup"))
+    conn.close()
+    deployed = store.deployed_configs(db)
+    assert deployed == {"gpu-a": "baseline", "gpu-b": "baseline"}
+    night = nightly.sweep_request({"steps": [2]}, deployed={**deployed, "gpu-b": "s3"})
+    assert night["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["s3"]}
+    read = sweep_request.read(night)
+    assert read.errors == [] and read["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["s3"]}
+    assert nightly.sweep_request({})["host_configs"] == {}
+
+
+def test_the_nightly_report_says_when_to_redeploy_and_keeps_its_exit_code(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, out = tmp_path / "history.sqlite", tmp_path / "out"
+    conn = history.connect(db)
+    history.ingest(conn, load_sweeps([sweep]))  # the night: s3 on gpu-a, baseline on gpu-b
+    conn.close()
+    regress = ["regress", "--history", str(db), "--json", str(out / "regress.json")]
+    before = cli.main(regress)
+    assert "Deployed configs" not in capsys.readouterr().out  # nothing deployed: nothing said
+    conn = history.connect(db)
+    for host in ("gpu-a", "gpu-b"):  # both run the baseline
+        target = choose(sweep, HOSTS, config="baseline")[host]
+        store.record(conn, store.row(host, target, gate.judge(SWEEP, bench([99.0])).as_dict(), "nohup"))
+    conn.close()
+    assert cli.main(regress) == before
+    text = capsys.readouterr().out
+    assert "### Deployed configs (1 to redeploy; information, not a failure)" in text, text
+    assert "- gpu-a c1: baseline of sweep-1 deployed; tonight s3 (sweep-1, +50.0%): redeploy" in text, text
+    assert "- gpu-b c1: baseline of sweep-1 deployed; tonight same (sweep-1)" in text, text
+    doc = json.loads((out / "regress.json").read_text())
+    assert [(r["host"], r["newest_config"], r["redeploy"]) for r in doc["deployed"]] == [
+        ("gpu-a", "s3", True),
+        ("gpu-b", "baseline", False),
+    ], doc["deployed"]
 
 
 def test_the_production_unit_runs_the_argv_quoted_and_passes_systemd_analyze(tmp_path: Path) -> None:
