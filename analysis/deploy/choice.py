@@ -2,10 +2,12 @@
 the sweep's figures for that config on that host, which the gates after the restart compare with.
 
 The config is `recommend`'s answer for the host (its host group: one host of one sweep), or the one
-named with `config`; either must have completed every repeat there. The argv and env are those the
-sweep launched (plan.json, secrets redacted there and put back from the host's api key), with the
-sweep's port replaced by the production one. Everything is checked here, on the controller, so that
-bad input is refused before any host is touched.
+named with `config`; either must have completed every repeat there. Where the sweep measured named
+workloads, both come from the table of the traffic mix (`mix`, else equal shares), as `recommend`'s
+top-level answer does (analysis.report.mix), and so do the figures the gates compare with. The
+argv and env are those the sweep launched (plan.json, secrets redacted there and put back from the
+host's api key), with the sweep's port replaced by the production one. Everything is checked here,
+on the controller, so that bad input is refused before any host is touched.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pandas as pd
 
 from analysis.facts.load import LoadResult, load_sweeps
 from analysis.facts.schema import REDACTED
+from analysis.report import mix as traffic
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.stats import t975
@@ -145,6 +148,7 @@ def choose(
     concurrency: int | None = None,
     config: str | None = None,
     result: LoadResult | None = None,
+    mix: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per host: what to deploy and the sweep's figures for it (see the module doc); DeployError if not."""
     plan_path = sweep_dir / "plan.json"
@@ -155,7 +159,12 @@ def choose(
     result = result or load_sweeps([sweep_dir])
     if result.runs.empty:
         raise DeployError(f"from: sweep {sweep_id} holds no result facts")
-    step = build_tables(result).step
+    try:
+        step, shares = traffic.answer_table(
+            build_tables(result).step, mix, option="mix", default=traffic.recorded([sweep_dir])
+        )
+    except traffic.MixError as exc:
+        raise DeployError(str(exc)) from None
     step = step[step["concurrency"].notna()].astype({"host": "object", "config": "object"})
     level = _level(step, concurrency, sweep_id)
     swept = set(step["host"])
@@ -187,6 +196,7 @@ def choose(
             "sweep_id": sweep_id,
             "config": chosen,
             "concurrency": at,
+            "mix": shares,
             "why": why,
             "engine": server["engine"],
             "model": server["model"],

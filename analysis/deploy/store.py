@@ -16,6 +16,7 @@ import json
 import sqlite3
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -74,15 +75,32 @@ def latest(conn: sqlite3.Connection) -> pd.DataFrame:
     return table.sort_values("host").reset_index(drop=True)
 
 
-def moved(conn: sqlite3.Connection, deployed: pd.DataFrame) -> pd.DataFrame:
-    """The deployed rows with the newest stored recommendation at their host and level: newest_sweep,
-    newest_config, moved_pct (the newest config's tok/s over the deployed one's in that sweep, %) and
-    redeploy (another config, more than MOVED_PCT % faster)."""
+def deployed_configs(path: Path) -> dict[str, str]:
+    """Per host, the config of its latest deployment in the store at `path` ({} without a store)."""
+    from analysis.nightly.history import connect
+
+    if not path.is_file():
+        return {}
+    conn = connect(path)
+    try:
+        table = latest(conn)
+    finally:
+        conn.close()
+    return dict(zip(table["host"], table["config"], strict=True))
+
+
+def moved(conn: sqlite3.Connection, deployed: pd.DataFrame, sweep_id: str | None = None) -> pd.DataFrame:
+    """The deployed rows with the newest stored recommendation at their host and level (that of
+    `sweep_id` where given: the nightly's night): newest_sweep, newest_config, moved_pct (the newest
+    config's tok/s over the deployed one's in that sweep, %) and redeploy (another config, more than
+    MOVED_PCT % faster)."""
     recs = pd.read_sql(
         "SELECT r.sweep_id, r.host, r.concurrency, r.config, r.decode_tps, s.started_at"
         " FROM recommendations r JOIN sweeps s USING (sweep_id) WHERE r.config IS NOT NULL",
         conn,
     )
+    if sweep_id is not None:
+        recs = recs[recs["sweep_id"] == sweep_id]
     newest = recs.sort_values("started_at").drop_duplicates(["host", "concurrency"], keep="last")
     newest = newest.rename(
         columns={"sweep_id": "newest_sweep", "config": "newest_config", "decode_tps": "new_tps"}
@@ -102,7 +120,7 @@ def moved(conn: sqlite3.Connection, deployed: pd.DataFrame) -> pd.DataFrame:
     return out.drop(columns=["new_tps", "old_tps"])
 
 
-def _now(r: pd.Series) -> str:
+def recommended_now(r: pd.Series) -> str:
     """The newest recommendation against the deployed config, in a few words."""
     if not isinstance(r["newest_config"], str):
         return "-"
@@ -127,7 +145,7 @@ def table_text(table: pd.DataFrame) -> str:
         deployed=pd.to_datetime(table["deployed_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M:%SZ"),
         argv_sha256=table["argv_sha256"].str[:12],
         gate=table.apply(_gate, axis=1),
-        recommended_now=table.apply(_now, axis=1),
+        recommended_now=table.apply(recommended_now, axis=1),
     )
     return shown[SHOWN].to_string(index=False) + "\n"
 

@@ -10,9 +10,10 @@ that moved (acceptance or step time) and what the facts of the two nights differ
 (analysis.nightly.judge, analysis.nightly.verdicts). The Markdown summary goes to stdout (and
 --markdown); --json, --junit and --prometheus (a node_exporter textfile) carry the same verdicts.
 The summary and --json also list where the config `recommend` would deploy at a load level changed
-since the previous sweep (analysis.nightly.recommendations): information, never a failure.
-Exit status: 1 when anything regressed or failed, 0 otherwise, 2 for bad usage; the recommendation
-changes play no part in it.
+since the previous sweep (analysis.nightly.recommendations), and each host's deployed config against
+the night's recommendation, with "redeploy" where it moved far enough (analysis.deploy.store):
+information, never a failure. Exit status: 1 when anything regressed or failed, 0 otherwise, 2 for
+bad usage; the recommendation changes and the deployed configs play no part in it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.deploy import store as deployments
 from analysis.nightly import history, prometheus, recommendations
 from analysis.nightly.judge import FAILING, YOUNG_NIGHTS
 from analysis.nightly.regress_report import Night, markdown, write_json, write_junit
@@ -103,16 +105,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         tables = history.read(conn)
+        sweeps = tables["sweeps"]
+        latest = args.latest or (sweeps["sweep_id"].iloc[-1] if len(sweeps) else None)
+        deployed = deployments.moved(conn, deployments.latest(conn), latest)
     finally:
         conn.close()
-    sweeps = tables["sweeps"]
-    latest = args.latest or (sweeps["sweep_id"].iloc[-1] if len(sweeps) else None)
     if latest not in set(sweeps["sweep_id"]):
         known = ", ".join(sweeps["sweep_id"]) or "none"
         print(f"sweep {latest!r} is not in {args.history} (known: {known})", file=sys.stderr)
         return 2
     table, priors = verdicts(tables, latest, s)
-    night = Night(table, latest, s, recommendations.changes(tables, latest), priors)
+    night = Night(table, latest, s, recommendations.changes(tables, latest), priors, deployed)
     text = markdown(night)
     sys.stdout.write(text)
     if args.markdown:  # like the other outputs, into a folder made if need be

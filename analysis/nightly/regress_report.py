@@ -1,7 +1,8 @@
 """What `regress` hands to people and CI: a Markdown summary, a JUnit XML file and a JSON file.
 
 The verdicts decide the exit status and the JUnit failures; the recommendation changes
-(analysis.nightly.recommendations) are information, in the summary and the JSON only.
+(analysis.nightly.recommendations) and the deployed configs against the night's recommendation
+(analysis.deploy.store) are information, in the summary and the JSON only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.deploy import store as deployments
 from analysis.nightly import recommendations
 from analysis.nightly.judge import FAILING, HARMFUL, VERDICTS, YOUNG_NIGHTS, Priors
 from analysis.nightly.noise import MIN_CELLS, NO_PRIOR
@@ -37,6 +39,8 @@ class Night:
     recommendations: pd.DataFrame
     # The night-to-night noise the cells share, per series (recent_drop's; judge.fleet_noise).
     noise: Priors = field(default_factory=dict)
+    # Each host's latest deployment against the night's recommendation (analysis.deploy.store.moved).
+    deployed: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 SECTIONS = [
@@ -248,8 +252,30 @@ def _recommendations(night: Night) -> list[str]:
     ]
 
 
+def _deployed(night: Night) -> list[str]:
+    """Information: each host's deployed config against what the night recommends at its level."""
+    table = night.deployed
+    if table.empty:
+        return []
+    return [
+        "",
+        f"### Deployed configs ({int(table['redeploy'].sum())} to redeploy; information, not a failure)",
+        "",
+        f"Where the night recommends another config more than {deployments.MOVED_PCT:g}% faster than the"
+        f" deployed one on its own numbers, redeploy (`deploy.yml -e from=results/{night.latest}`):",
+        "",
+        *(
+            f"- {r['host']} c{int(r['concurrency'])}: {r['config']} of {r['sweep_id']} deployed;"
+            f" tonight {deployments.recommended_now(r)}"
+            for _, r in table.iterrows()
+        ),
+    ]
+
+
 # The summary's sections in order; a later section (an information part) is one more function.
-PARTS: tuple[Callable[[Night], list[str]], ...] = (_summary, _tables, _what_changed, _recommendations)
+PARTS: tuple[Callable[[Night], list[str]], ...] = (
+    _summary, _tables, _what_changed, _recommendations, _deployed
+)  # fmt: skip
 
 
 def markdown(night: Night) -> str:
@@ -337,6 +363,7 @@ def to_json(night: Night) -> dict[str, Any]:
         "counts": {v: int(counts.get(v, 0)) for v in VERDICTS},
         "cells": cells,
         "recommendations": recommendations.as_json(night.recommendations),
+        "deployed": json.loads(night.deployed.to_json(orient="records")) if len(night.deployed) else [],
     }
 
 

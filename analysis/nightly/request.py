@@ -57,8 +57,14 @@ def regress_options(settings: Mapping[str, Any]) -> list[str]:
     return [arg for name in REGRESS for arg in (Settings.option(name), str(settings[name]))]
 
 
-def sweep_request(overrides: Mapping[str, Any] | None, mode: Any = None, plan_only: Any = None) -> dict:
-    """The night's sweep request: its grid, every host measuring every config, named nightly-<UTC>.
+def sweep_request(
+    overrides: Mapping[str, Any] | None,
+    mode: Any = None,
+    plan_only: Any = None,
+    deployed: Mapping[str, str] | None = None,
+) -> dict:
+    """The night's sweep request: its grid, every host measuring every config and the one deployed
+    there (`deployed`, host -> config id: analysis.deploy.store.deployed_configs), named nightly-<UTC>.
 
     `mode` / `plan_only` are what -e says: a night that would not measure the whole grid on every
     host is refused.
@@ -73,4 +79,7 @@ def sweep_request(overrides: Mapping[str, Any] | None, mode: Any = None, plan_on
     # One launch per config a night: the history holds one fact per (host, config) and night, and its
     # night-to-night noise already is the launch-to-launch layer (docs/trust.md); -e still wins.
     once = {"baseline_every": 0, "finalists": False}
-    return {**once, **grid, "mode": "replicate", "sweep_id": now.strftime("nightly-%Y%m%dT%H%M%SZ")}
+    # The deployed config is measured each night too, so that the report can say how far the
+    # night's recommendation has moved from what production runs, on that night's numbers.
+    own = {"host_configs": {host: [config] for host, config in (deployed or {}).items()}}
+    return {**once, **grid, **own, "mode": "replicate", "sweep_id": now.strftime("nightly-%Y%m%dT%H%M%SZ")}

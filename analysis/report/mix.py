@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.report.compare import HOST_KEYS, is_baseline, verdict_ci
-from analysis.stats import log_ratio_ci, straddles_zero, verdict
+from analysis.stats import log_ratio_ci, median_ci, straddles_zero, verdict
 
 NAME = "mix"  # the mix's workload in the table it makes
 KEYS = [*HOST_KEYS, "concurrency", "config"]
@@ -90,13 +90,30 @@ def rates(frame: pd.DataFrame, shares: Mapping[str, float], keys: Sequence[str])
     return 1.0 / total
 
 
-def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
+def answer_table(
+    step: pd.DataFrame,
+    text: str | None,
+    option: str = "--mix",
+    default: dict[str, float] | None = None,
+) -> tuple[pd.DataFrame, dict[str, float] | None]:
+    """The step table recommend's answer comes from, with its shares: the mix's (`text`, else
+    `default`, else equal shares) where the results name workloads, else `step` itself; MixError
+    for a mix they cannot weigh."""
+    if step["workload"].notna().any():
+        shares = parse(text, option) if text else default or even(step)
+        return table(step, shares, option), shares
+    if text:
+        raise MixError(f"{option}: these results name no workloads (-e workloads=...)")
+    return step, None
+
+
+def table(step: pd.DataFrame, shares: dict[str, float], option: str = "--mix") -> pd.DataFrame:
     """The step table of the mix: a config missing one of the mix's workloads at a level counts as failed."""
     measured = set(step["workload"].dropna().astype(str))
     missing = sorted(set(shares) - measured)
     if missing:
         raise MixError(
-            f"--mix: {', '.join(missing)} not measured here (measured: {', '.join(sorted(measured))})"
+            f"{option}: {', '.join(missing)} not measured here (measured: {', '.join(sorted(measured))})"
         )
     t = step[step["concurrency"].notna() & step["workload"].isin(list(shares))].copy()
     t = t.astype({c: "object" for c in ["workload", *KEYS] if c != "concurrency"})
@@ -125,6 +142,8 @@ def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
     out["n_ok"] = t.groupby(KEYS, dropna=False, sort=False)["n_ok"].min().to_numpy()
     out["se2"] = out.pop("_var")
     out["se_df"] = out["se2"] ** 2 / out.pop("_v2df")
+    # The parts' own intervals do not hold for the mix: its own, as the step table makes them.
+    out["tps_ci_lo"], out["tps_ci_hi"] = median_ci(out["decode_tps"], out["se2"], out["se_df"])
     out["failures"] = out.pop("_fail") + (out.pop("_n") < len(shares)).astype(int)
     out["ttft_p99_ms"], out["itl_p99_ms"] = out.pop("_ttft"), out.pop("_itl")
     out["meets_sla"] = out.pop("_meets")

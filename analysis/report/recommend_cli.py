@@ -197,20 +197,12 @@ def run(args: argparse.Namespace) -> int:
     step = build_tables(result, sla=sla).step
     rec = recommend(step)
     adaptive = adaptive_table(step)
-    mixed, shares, mix_step = None, None, step
-    if step["workload"].notna().any():
-        try:
-            shares = mix.parse(args.mix) if args.mix else mix.recorded(args.sweeps) or mix.even(step)
-            mix_step = mix.table(step, shares)
-        except mix.MixError as exc:
-            print(f"analysis recommend: {exc}", file=sys.stderr)
-            return EXIT_USAGE
-        mixed = recommend(mix_step)
-    elif args.mix:
-        print(
-            "analysis recommend: --mix: these results name no workloads (-e workloads=...)", file=sys.stderr
-        )
+    try:
+        mix_step, shares = mix.answer_table(step, args.mix, default=mix.recorded(args.sweeps))
+    except mix.MixError as exc:
+        print(f"analysis recommend: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    mixed = None if shares is None else recommend(mix_step)
     if args.format == "json":
         sys.stdout.write(json.dumps(as_json(rec, adaptive, sla, mixed, shares), indent=2) + "\n")
     else:

@@ -205,6 +205,14 @@ def make(
     )
 
 
+def from_id(text: str, algorithm: str | None = None) -> Config:
+    """The config an id names, with `algorithm` (not part of the id); ValueError when it is not an id."""
+    fields = parse_id(text)
+    for name in ("id", "speculative", "algorithm"):
+        fields.pop(name)
+    return make(algorithm=algorithm, **fields)
+
+
 # ---------------------------------------------------------------------------------------------
 # Validity: engine-independent, then per engine. Each problem is "<variable>: <sentence>".
 # ---------------------------------------------------------------------------------------------

@@ -210,6 +210,8 @@ def build(
         errors += refusals
     errors += _search_problems(request, configs)
     errors += _race_problems(request)
+    own, refusals = _host_configs(request, configs, hosts)
+    errors += refusals
     missing = sorted(
         {c.env_profile for c in configs} - {cfg.DEFAULT_PROFILE}
         - set.intersection(*(set(h.env_profiles) for h in hosts.values()))
@@ -236,7 +238,10 @@ def build(
     if request["order"] == "random" and seed is None:
         seed = order.draw_seed()
     seed = seed if request["order"] == "random" else None
-    plans = {n: _host_plan(h, configs, hosts, request, identity.sweep_id, seed) for n, h in hosts.items()}
+    plans = {
+        n: _host_plan(h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed)
+        for n, h in hosts.items()
+    }
     sweep = {
         "id": identity.sweep_id,
         "dir": identity.sweep_dir,
@@ -254,6 +259,32 @@ def build(
         "estimate": estimate(configs, plans, request, results_dir),
     }
     return {"errors": [], "sweep": sweep, "hosts": plans}
+
+
+def _host_configs(
+    request: Request, configs: list[cfg.Config], hosts: Mapping[str, HostInput]
+) -> tuple[dict[str, list[cfg.Config]], list[str]]:
+    """Per targeted host, the configs `host_configs` adds to the grid there (with the grid's
+    algorithm), and why any of them cannot run there; hosts not targeted now are left out."""
+    if request["host_configs"] and (request["mode"] != "replicate" or request["search"]):
+        return {}, ["host_configs: needs mode=replicate without search (a host measures its own)"]
+    grid = {c.id for c in configs}
+    own: dict[str, list[cfg.Config]] = {}
+    problems: list[str] = []
+    for name, ids in request["host_configs"].items():
+        host = hosts.get(name)
+        if host is None:
+            continue
+        own[name] = [cfg.from_id(i, request["algorithm"] or None) for i in ids if i not in grid]
+        for c in own[name]:
+            shape = cfg.shape_problems(c.steps, c.topk, c.draft_tokens) if c.speculative else []
+            missing = c.env_profile != cfg.DEFAULT_PROFILE and c.env_profile not in host.env_profiles
+            problems += [
+                f"host_configs: {name}: {c.id}: {p}"
+                for p in [*shape, *cfg.engine_problems(c, host.engine)]
+                + ([f"env profile {c.env_profile} not in its specsweep_env_profiles"] if missing else [])
+            ]
+    return own, problems
 
 
 def _client_problems(traffic: dict[str, Any] | None, hosts: Mapping[str, HostInput]) -> list[str]:

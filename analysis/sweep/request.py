@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.report import mix
-from analysis.sweep.config import AXES, NAME_RE
+from analysis.sweep.config import AXES, NAME_RE, parse_id
 from analysis.workloads import traffic
 from analysis.workloads.shipped import SHIPPED
 
@@ -169,6 +169,28 @@ def mix_shares(name: str, value: Any) -> dict[str, float]:
         raise RequestError(str(exc)) from exc
 
 
+def host_config_ids(name: str, value: Any) -> dict[str, list[str]]:
+    """{host: config id or ids}: each a static config's id (analysis.sweep.config), in order, each once."""
+    if value in (None, "", {}):
+        return {}
+    if not isinstance(value, Mapping):
+        raise RequestError(f"{name}: expected a mapping of host to config ids, got {value!r}")
+    out: dict[str, list[str]] = {}
+    for host, ids in value.items():
+        listed = [ids] if isinstance(ids, str) else ids
+        if not isinstance(listed, list | tuple) or not all(isinstance(i, str) for i in listed):
+            raise RequestError(f"{name}: {host}: expected a config id or a list of them, got {ids!r}")
+        for config_id in listed:
+            try:
+                adaptive = parse_id(config_id)["adaptive"]
+            except ValueError as exc:
+                raise RequestError(f"{name}: {host}: {exc}") from None
+            if adaptive:
+                raise RequestError(f"{name}: {host}: {config_id} is the adaptive arm, not a static config")
+        out[str(host)] = list(dict.fromkeys(listed))
+    return out
+
+
 def text(name: str, value: Any) -> str:
     """A plain string without newline or NUL ('' when not given)."""
     out = "" if value is None else str(value).strip()
@@ -206,6 +228,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("algorithm", text, "", "speculative algorithm; empty = the host's default (EAGLE3, ngram-mod)"),
     Setting("baseline", boolean, True, "also measure the server without speculation"),
     Setting("env_profiles", names, [], "env profiles to compare (specsweep_env_profiles of the hosts)"),
+    Setting(
+        "host_configs",
+        host_config_ids,
+        {},
+        "per host, config ids measured there besides the grid (the "
+        "nightly's: what deploy.yml put into production there)",
+    ),
     Setting(
         "adaptive_config", text, "", "SGLang adaptive schedule file (controller): adds config `adaptive`"
     ),

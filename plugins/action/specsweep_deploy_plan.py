@@ -1,6 +1,6 @@
 """Choose what each host of a deploy gets, on the controller, once, before any host is touched (run_once).
 
-Reads `-e from=<sweep dir>` (with `concurrency` or `config`), each host's `deploy_port` (the deploy
+Reads `-e from=<sweep dir>` (with `concurrency`, `mix` or `config`), each host's `deploy_port` (the deploy
 role's default unless set) and its engine's api key, and asks analysis.deploy.choice for each host's
 config, production argv and env, and the sweep's figures. Bad input fails here with one sentence.
 The result is registered on every host of the play; each reads its own `targets[inventory_hostname]`.
@@ -24,7 +24,7 @@ ROLES = Path(__file__).resolve().parents[2] / "roles"
 
 
 class ActionModule(ActionBase):
-    """No arguments: the request is the run's -e values (from, concurrency, config, deploy_canary)."""
+    """No arguments: the request is the run's -e values (from, concurrency, mix, config, deploy_canary)."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -41,6 +41,11 @@ class ActionModule(ActionBase):
             )
         concurrency = self._int(task_vars.get("concurrency"), "concurrency")
         config = task_vars.get("config") or None
+        mix = task_vars.get("mix") or None
+        if mix is not None and not isinstance(mix, str):
+            raise AnsibleActionFail(
+                f"Invalid deploy request: mix: {mix!r} is not workload=share,... (e.g. chat=0.7,code=0.3)"
+            )
         canary = task_vars.get("deploy_canary") or hosts[0]
         if canary not in hosts:
             raise AnsibleActionFail(
@@ -49,7 +54,9 @@ class ActionModule(ActionBase):
             )
         sweep_dir = Path(str(source)).expanduser()
         try:
-            targets = choose(sweep_dir, [self._host(task_vars, h) for h in hosts], concurrency, config)
+            targets = choose(
+                sweep_dir, [self._host(task_vars, h) for h in hosts], concurrency, config, mix=mix
+            )
         except DeployError as exc:
             raise AnsibleActionFail(f"Invalid deploy request: {exc}") from None
         say = "\n".join(

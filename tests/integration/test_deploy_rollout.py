@@ -209,3 +209,54 @@ def test_ctrl_c_mid_rollout_leaves_every_host_serving_and_says_old_or_new(
         assert said.groups() == ("old", before[host]["state"]["config"]), out[-3000:]
     # The rest was never touched: the canary had not passed when the rollout stopped.
     assert serving(ssh_hosts, "sshost2")["record"]["pid"] == before["sshost2"]["record"]["pid"]
+
+
+def hook(path: Path, phase: str) -> Path:
+    """An operator's drain/undrain task file that logs, on the host, its phase, the pid serving then
+    and the controller's clock (one clock for every host, so the lines order across hosts)."""
+    line = phase + " {{ (test_hook_pid.content | b64decode | from_json).pid }} {{ now().timestamp() }}"
+    path.write_text(json.dumps([
+        {"name": f"Test {phase} | Read the serving pid", "register": "test_hook_pid",
+         "ansible.builtin.slurp": {"src": PIDFILE}},
+        {"name": f"Test {phase} | Log it", "ansible.builtin.lineinfile": {
+            "path": "/opt/specsweep/hooks.log", "create": True, "mode": "0644",
+            "line": line}},
+    ]))  # fmt: skip
+    return path
+
+
+def test_drain_and_undrain_hooks_run_around_each_restarted_hosts_restart_in_order(
+    deployed: Deployed, sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    assert deployed.proc.returncode == 0, deployed.proc.stdout[-3000:]
+    before = {h: serving(ssh_hosts, h) for h in HOSTS}
+    logs = {h: ssh_hosts.opt_dir(h) / "specsweep" / "hooks.log" for h in HOSTS}
+    for log in logs.values():
+        log.unlink(missing_ok=True)
+    other = other_config(deployed)
+    drain, undrain = hook(tmp_path / "drain.yml", "drain"), hook(tmp_path / "undrain.yml", "undrain")
+    proc = deploy(
+        sweep_inventory, deployed.sweep.sweep_dir, "-e", f"config={other}",
+        "-e", "deploy_gate_tolerance_pct=60", "-e", f"deploy_drain_tasks={drain}",
+        "-e", f"deploy_undrain_tasks={undrain}",
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    after = {h: serving(ssh_hosts, h) for h in HOSTS}
+    lines = []  # (time, host, phase, pid), all hosts
+    for host in HOSTS:
+        for line in logs[host].read_text().splitlines() if logs[host].exists() else []:
+            phase, pid, at = line.split()
+            lines.append((float(at), host, phase, int(pid)))
+    lines.sort()
+    expected = []
+    for host in HOSTS:  # canary first; a host already serving `other` is neither drained nor restarted
+        if deployed.targets[host]["config"] != other:
+            old, new = before[host]["record"]["pid"], after[host]["record"]["pid"]
+            assert old != new, (host, before[host]["record"], after[host]["record"])
+            expected += [(host, "drain", old), (host, "undrain", new)]
+    assert expected, "the test needs one host whose config changes"
+    assert [(h, p, pid) for _, h, p, pid in lines] == expected, (lines, out[-3000:])
+    # Back to the recommended configs, which the other tests start from.
+    back = deploy(sweep_inventory, deployed.sweep.sweep_dir, "-e", "deploy_gate_tolerance_pct=60")
+    assert back.returncode == 0, (back.stdout + back.stderr)[-4000:]

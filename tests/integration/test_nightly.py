@@ -13,12 +13,16 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 from nspawnhost import NspawnHost
 from sweeps import REPO, sweep_env
+
+from analysis.deploy.store import FIELDS, record
+from analysis.nightly import history
 
 UNIT_DIR = "/etc/systemd/system"
 # A stand-in repository in the container: the real ExecStart shape (venv Python + nightly.py)
@@ -247,14 +251,22 @@ def test_two_nights_first_clean_then_a_regression_fails_with_a_summary(
     )  # fmt: skip
     assert ingest.returncode == 0, ingest.stderr
     assert history_counts(db) == {night1: 4, "past-2d": 4, "past-1d": 4}
+    # deploy.yml put s2 (not in the grid) into production on sshost1: the night measures it there.
+    with closing(history.connect(db)) as conn:
+        record(conn, {**dict.fromkeys(FIELDS), "host": "sshost1", "deployed_at": 1.0, "sweep_id": "past-1d",
+                      "config": "s2", "concurrency": 1, "argv_sha256": "ab"})  # fmt: skip
 
     second, night2 = run_night(tmp_path, inventory)
     output = second.stdout + second.stderr
     assert second.returncode != 0, output[-5000:]
-    assert history_counts(db)[night2] == 4  # measured and stored before failing
+    assert history_counts(db)[night2] == 5  # measured and stored before failing, s2 on sshost1 too
+    with sqlite3.connect(db) as conn:
+        hosts = conn.execute("SELECT host FROM runs WHERE sweep_id = ? AND config_id = 's2'", (night2,))
+        assert hosts.fetchall() == [("sshost1",)]
     reports2 = folder / "reports" / night2
     summary = (reports2 / "regress.md").read_text()
     assert "**4 regression(s)**" in summary and "### Regressions (4)" in summary, summary
+    assert re.search(r"^- sshost1 c1: s2 of past-1d deployed; tonight \S", summary, re.M), summary
     cases = ET.parse(reports2 / "regress.xml").getroot().iter("testcase")
     failing = [c.get("name") for c in cases if c.find("failure") is not None]
     assert len(failing) == 4, failing

@@ -5,33 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 from nspawnhost import NspawnHost
-from sweeps import TEST_PROMPTS, SweepRun, playbook
-
-
-@pytest.fixture(scope="session")
-def systemd_sweep_host(make_systemd_host, wheelhouse: Path) -> NspawnHost:
-    """A systemd host with the wheelhouse mounted read-only at /wheels (it has no network)."""
-    return make_systemd_host("systemd2", binds=[(wheelhouse, "/wheels", True)])
-
-
-@pytest.fixture(scope="session")
-def systemd_inventory(systemd_sweep_host: NspawnHost, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The systemd host's inventory, with the engine and model installed (a plan-only sweep)."""
-    tmp = tmp_path_factory.mktemp("inventory-systemd")
-    inventory = systemd_sweep_host.write_inventory(
-        tmp / "hosts.yml",
-        group_vars={
-            "specsweep_engine": "llama_cpp",
-            "server_process_launcher": "systemd",
-            "llama_server_pip_extra_args": ["--no-index", "--find-links=/wheels"],
-            "benchmark_prompt_set": str(TEST_PROMPTS),
-        },
-    )
-    install = playbook(inventory, tmp, "install", "-e", "plan_only=true")
-    assert install.proc.returncode == 0, install.output[-4000:]
-    return inventory
+from sweeps import SweepRun, playbook
 
 
 def test_sweep_runs_each_config_as_a_systemd_unit_and_stops_it(

@@ -12,6 +12,7 @@ from pathlib import Path
 import jinja2
 import pytest
 from factories import config, crash, fact, relaunched, run, write_sweep
+from local_play import run_local_play
 from plugin_loader import REPO, load_plugin
 
 from analysis import cli
@@ -20,6 +21,8 @@ from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, wi
 from analysis.facts.load import load_sweeps
 from analysis.facts.schema import REDACTED, to_dict
 from analysis.nightly import history
+from analysis.nightly import request as nightly
+from analysis.sweep import request as sweep_request
 
 ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "30000", "--api-key", REDACTED]
 
@@ -146,6 +149,75 @@ def test_levels_with_different_answers_need_a_concurrency(tmp_path: Path) -> Non
     assert choose(root, [HostInput("h", 8000, "k")], concurrency=8)["h"]["config"] == "baseline"
 
 
+def workload_sweep(root: Path, host: str = "h") -> Path:
+    """Chat and code at one level: s2 loses on chat (90 tok/s against 100) and wins on code (150)."""
+    speeds = {"baseline": {"chat": 100.0, "code": 100.0}, "s2": {"chat": 90.0, "code": 150.0}}
+    facts = [
+        fact(config(steps), [run([speeds[name][w] * (1 + 0.001 * i)], repeat=i, workload=w)
+                             for w in ("chat", "code") for i in range(3)], host=host)
+        for steps, name in [(None, "baseline"), (2, "s2")]
+    ]  # fmt: skip
+    sweep = write_sweep(root, relaunched(facts))
+    plan(sweep, [host], ["baseline", "s2"])
+    return sweep
+
+
+def test_the_config_deployed_for_a_mix_is_recommends_answer_for_it_with_the_mixs_figures(
+    tmp_path: Path,
+) -> None:
+    sweep = workload_sweep(tmp_path)
+    host = [HostInput("h", 8000, "k")]
+    chatty = choose(sweep, host, mix="chat=0.9,code=0.1")["h"]
+    # 1 / (0.9 / 90 + 0.1 / 150) = 93.75 tok/s for s2 against the baseline's 100.
+    assert chatty["config"] == "baseline" and chatty["mix"] == pytest.approx({"chat": 0.9, "code": 0.1})
+    coder = choose(sweep, host, mix="chat=0.1,code=0.9")["h"]
+    assert coder["config"] == "s2" and coder["argv"][-1] == "s2"
+    mixed = 1.001 / (0.1 / 90 + 0.9 / 150)  # the middle repeat of each workload
+    assert coder["sweep"]["tok_s"] == pytest.approx(mixed, rel=1e-6)
+    assert coder["sweep"]["tok_s_ci_lo"] < coder["sweep"]["tok_s"] < coder["sweep"]["tok_s_ci_hi"]
+    assert coder["sweep"]["tok_s_ci_hi"] < 150.0  # the mix's own interval, not code's
+    # Without a mix, recommend's answer for equal shares: 1 / (0.5 / 90 + 0.5 / 150) = 112.5.
+    even = choose(sweep, host)["h"]
+    assert even["config"] == "s2" and even["mix"] == pytest.approx({"chat": 0.5, "code": 0.5})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("math=1", r"mix: math not measured here \(measured: chat, code\)"),
+        ("chat", "mix: 'chat' is not workload=share"),
+        ("chat=0", "mix: give at least one workload a share above 0"),
+    ],
+)
+def test_a_bad_mix_or_an_unknown_workload_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(DeployError, match=f"^{message}"):
+        choose(workload_sweep(tmp_path), [HostInput("h", 8000, "k")], mix=text)
+
+
+def test_a_mix_on_a_sweep_without_named_workloads_is_refused(sweep: Path) -> None:
+    with pytest.raises(DeployError, match=r"^mix: these results name no workloads"):
+        choose(sweep, HOSTS, mix="chat=1")
+    assert choose(sweep, HOSTS)["gpu-a"]["mix"] is None
+
+
+def test_the_plan_refuses_a_bad_mix_before_any_host_is_touched(tmp_path: Path) -> None:
+    sweep = workload_sweep(tmp_path, host="localhost")
+    plan_task = {"name": "plan", "specsweep_deploy_plan": {}, "register": "p",
+                 "vars": {"from": str(sweep), "mix": "math=1", "deploy_port": 8000}}  # fmt: skip
+    touched = tmp_path / "touched"
+    after = {"name": "after", "ansible.builtin.file": {"path": str(touched), "state": "touch"}}
+    key = {"ansible.builtin.set_fact": {"llama_server_api_key": "k"}}  # the plan's launch has a secret
+    res = run_local_play(tmp_path, [key, plan_task, after])
+    said = res.stdout + res.stderr
+    assert res.returncode != 0, said
+    assert "FAILED: Invalid deploy request: mix: math not measured here (measured: chat, code)" in said, said
+    assert not touched.exists()
+    plan_task["vars"]["mix"] = "chat=0.1,code=0.9"
+    res = run_local_play(tmp_path, [key, plan_task])
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "deploy sweep-1 -> localhost (canary): s2 at concurrency 1 (fastest;" in res.stdout, res.stdout
+
+
 SWEEP = {"tok_s": 100.0, "tok_s_ci_lo": 95.0, "tok_s_ci_hi": 105.0, "accept_length": 2.5,
          "accept_ci_lo": 2.4, "accept_ci_hi": 2.6}  # fmt: skip
 
@@ -241,6 +313,51 @@ def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
     assert cli.main(["deployed", "--history", str(db)]) == 0
     text = capsys.readouterr().out
     assert "s3 (sweep-1, +50.0%): redeploy" in text and "same (sweep-1)" in text
+
+
+def test_the_nightly_request_measures_the_config_deployed_on_each_host(sweep: Path, tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    assert store.deployed_configs(db) == {} and not db.exists()  # no store: nothing deployed, none made
+    verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
+    conn = history.connect(db)
+    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS)["gpu-a"], verdict, "nohup"))  # s3, then
+    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS, config="baseline")["gpu-a"], verdict, "nohup"))
+    store.record(conn, store.row("gpu-b", choose(sweep, HOSTS)["gpu-b"], verdict, "nohup"))
+    conn.close()
+    deployed = store.deployed_configs(db)
+    assert deployed == {"gpu-a": "baseline", "gpu-b": "baseline"}
+    night = nightly.sweep_request({"steps": [2]}, deployed={**deployed, "gpu-b": "s3"})
+    assert night["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["s3"]}
+    read = sweep_request.read(night)
+    assert read.errors == [] and read["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["s3"]}
+    assert nightly.sweep_request({})["host_configs"] == {}
+
+
+def test_the_nightly_report_says_when_to_redeploy_and_keeps_its_exit_code(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, out = tmp_path / "history.sqlite", tmp_path / "out"
+    conn = history.connect(db)
+    history.ingest(conn, load_sweeps([sweep]))  # the night: s3 on gpu-a, baseline on gpu-b
+    conn.close()
+    regress = ["regress", "--history", str(db), "--json", str(out / "regress.json")]
+    before = cli.main(regress)
+    assert "Deployed configs" not in capsys.readouterr().out  # nothing deployed: nothing said
+    conn = history.connect(db)
+    for host in ("gpu-a", "gpu-b"):  # both run the baseline
+        target = choose(sweep, HOSTS, config="baseline")[host]
+        store.record(conn, store.row(host, target, gate.judge(SWEEP, bench([99.0])).as_dict(), "nohup"))
+    conn.close()
+    assert cli.main(regress) == before
+    text = capsys.readouterr().out
+    assert "### Deployed configs (1 to redeploy; information, not a failure)" in text, text
+    assert "- gpu-a c1: baseline of sweep-1 deployed; tonight s3 (sweep-1, +50.0%): redeploy" in text, text
+    assert "- gpu-b c1: baseline of sweep-1 deployed; tonight same (sweep-1)" in text, text
+    doc = json.loads((out / "regress.json").read_text())
+    assert [(r["host"], r["newest_config"], r["redeploy"]) for r in doc["deployed"]] == [
+        ("gpu-a", "s3", True),
+        ("gpu-b", "baseline", False),
+    ], doc["deployed"]
 
 
 def test_the_production_unit_runs_the_argv_quoted_and_passes_systemd_analyze(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ import yaml
 from test_regress_recommendations import SLA, faster_prefill, night
 
 from analysis.cli import main
+from analysis.deploy.store import FIELDS, record
+from analysis.nightly import history
 from analysis.nightly.settings import Settings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -108,3 +110,24 @@ def test_the_nightly_hands_every_regression_setting_to_regress(tmp_path: Path) -
     out = results / "nightly" / "reports" / latest.name / "regress.json"
     settings = json.loads(out.read_text())["settings"]
     assert {name: settings[name] for name in chosen} == chosen
+
+
+def test_the_nights_request_measures_what_the_history_says_is_deployed(tmp_path: Path) -> None:
+    sweep_vars = yaml.safe_load((REPO / "playbooks" / "nightly.yml").read_text())[0]["vars"]
+    db = tmp_path / "history.sqlite"
+    conn = history.connect(db)
+    record(conn, {**dict.fromkeys(FIELDS), "host": "gpu-a", "deployed_at": 1.0, "sweep_id": "n1",
+                  "config": "s3", "argv_sha256": "ab"})  # fmt: skip
+    conn.close()
+    out = tmp_path / "request.json"
+    play = tmp_path / "render.yml"
+    task = {"ansible.builtin.copy": {"content": "{{ specsweep_request | to_json }}", "dest": str(out)}}
+    play.write_text(json.dumps([{"hosts": "localhost", "gather_facts": False, "vars": sweep_vars,
+                                 "tasks": [task]}]))  # fmt: skip
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), str(play), "-e", f"nightly_history={db}"],
+        capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    request = json.loads(out.read_text())
+    assert request["host_configs"] == {"gpu-a": ["s3"]} and request["mode"] == "replicate", request

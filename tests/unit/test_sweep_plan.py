@@ -311,3 +311,30 @@ def test_a_long_workload_no_tier_of_which_fits_the_hosts_context_is_refused_at_p
     assert refused["errors"] == [
         "workloads: long needs a context of at least 1461 tokens per request; the targeted servers give 1024"
     ]
+
+
+def test_host_configs_add_a_hosts_own_config_to_its_entries_only(tmp_path: Path) -> None:
+    hosts = [llama("h0"), llama("h1")]
+    # h9 is not targeted (a --limit, a retired host): left out; s2 is in the grid already.
+    built = build(hosts, tmp_path, steps=[2], host_configs={"h0": ["s3", "s2"], "h9": "s1"})
+    ids = {h: [e["config"]["id"] for e in p["entries"]] for h, p in built["hosts"].items()}
+    assert ids == {"h0": ["baseline", "s2", "s3"], "h1": ["baseline", "s2"]}
+    assert [s["id"] for s in built["hosts"]["h0"]["order"]] == ["baseline", "s2", "s3"]
+    argv = built["hosts"]["h0"]["entries"][2]["argv"]
+    assert argv[argv.index("--spec-ngram-mod-n-max") + 1] == "3", argv  # the engine's argv for s3
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ({"host_configs": {"h0": "s3-k2-d4"}}, "host_configs: h0: s3-k2-d4: topk: applies to sglang only"),
+        ({"host_configs": {"h0": "fast"}}, "host_configs: h0: config id 'fast' is not baseline"),
+        ({"host_configs": {"h0": "adaptive"}}, "host_configs: h0: adaptive is the adaptive arm"),
+        ({"host_configs": {"h0": "s3"}, "mode": "shard"}, "host_configs: needs mode=replicate"),
+    ],
+)
+def test_a_host_config_the_host_cannot_run_is_refused(tmp_path: Path, given: dict, error: str) -> None:
+    built = plan.build(
+        request.read({**ONE_LAUNCH_EACH, "steps": [2], **given}), {"h0": llama("h0")}, IDENTITY, tmp_path
+    )
+    assert any(e.startswith(error) for e in built["errors"]), built["errors"]

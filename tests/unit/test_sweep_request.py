@@ -15,6 +15,7 @@ from analysis.sweep import request
 DEFAULTS = {
     "steps": [1], "topk": [], "draft_tokens": [], "overlap_schedule": [], "algorithm": "", "baseline": True,
     "env_profiles": [],
+    "host_configs": {},
     "adaptive_config": "",
     "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
     "launches": 1, "order": "random", "order_seed": None, "baseline_every": 10, "race": False,
