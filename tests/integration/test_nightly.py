@@ -346,5 +346,5 @@ def test_stopping_the_nightly_releases_its_hosts_as_ctrl_c_does(
     assert not (run_dir / "sweep.lock").exists(), out[-3000:]
     state = ssh_hosts.run_in_host("sshost1", ["ps", "-o", "stat=", "-p", str(server)]).stdout.strip()
     assert not state or state.startswith("Z"), out[-3000:]
-    # The release's own bound is 90 s; on an idle machine it takes a few seconds.
-    assert took < 90, f"took {took:.0f} s: {out[-3000:]}"
+    # Issue 25's bound: every host given back within 60 s of the stop; on an idle machine, seconds.
+    assert took < 60, f"took {took:.0f} s: {out[-3000:]}"
