@@ -27,6 +27,8 @@ from analysis.facts.schema import (
 # max_tokens. The plan files and the report's own come on top.
 FACT_BUDGET = 1 << 20
 SWEEP_BUDGET = 16 << 20
+# A fact kept on its host when the controller could not write it: <run_dir>/<sweep_id>.<name> + this.
+KEPT_SUFFIX = ".fact.json"
 
 
 def space_problem(folder: Path, facts: int) -> str | None:
@@ -114,8 +116,13 @@ def build_fact(payload: dict[str, Any]) -> Fact:
     return from_dict(Fact, doc)
 
 
-def write_fact(payload: dict[str, Any], out: Path) -> Fact:
-    """Build the fact from the playbook's payload and write it; returns it."""
-    fact = build_fact(payload)
-    write_json_atomic(out, to_dict(fact))
-    return fact
+def kept_name(sweep_id: str, fact_name: str) -> str:
+    """The file, in the host's run dir, of a fact the controller could not write (a full results
+    disk): beside the sweep's log folder, not in it, as a launch prunes old log folders."""
+    return f"{sweep_id}.{fact_name}{KEPT_SUFFIX}"
+
+
+def kept_pattern(sweep_id: str) -> str:
+    """The shell pattern of a sweep's kept facts (a dotted sweep id's prefix may match too: the
+    reader checks each fact's sweep_id)."""
+    return kept_name(sweep_id, "*")

@@ -172,9 +172,25 @@ def host_state(host_vars: Mapping[str, Any]) -> str:
     )
 
 
+def kept(sweep_id: str, hosts: Sequence[str], host_vars: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """'host: N fact(s) kept on the host ...' for each host whose facts the controller could not write
+    (what its tasks noted as `specsweep_kept`: each launch's fact name and path on the host)."""
+    lines = []
+    for host in hosts:
+        facts = host_vars[host].get("specsweep_kept") or []
+        if facts:
+            where = ", ".join(f"{k['name']} at {k['dest']}" for k in facts)
+            lines.append(
+                f"{host}: {len(facts)} fact(s) kept on the host, not written to the results dir: {where}; "
+                f"free space, then -e resume={sweep_id} records them without measuring them again"
+            )
+    return lines
+
+
 def unmeasured(
     sweep_dir: Path, hosts: Sequence[str], configs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
     states: Mapping[str, str], launches: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    kept: Mapping[str, Collection[str]] | None = None,
 ) -> list[str]:  # fmt: skip
     """'host: state; not measured: a, b' for each host that did not finish or left configs without a fact.
 
@@ -182,9 +198,11 @@ def unmeasured(
     hosts lost before or during the sweep (named even when other hosts measured their share).
     Shard mode and searches expect only each host's baselines; a shard config no host measured is
     listed under '(shard)'. launches: each host's planned launches (its order and closing, fact
-    `name` and `speculative`); without them each config's first launch is expected.
+    `name` and `speculative`); without them each config's first launch is expected. kept: each host's
+    facts kept on the host (measured, listed by `kept`).
     """
     present = {(p.parent.name, p.stem) for p in sweep_dir.glob("*/*.json")}
+    present |= {(h, name) for h, names in (kept or {}).items() for name in names}
     shared = settings.get("mode") == "shard" or bool(settings.get("search"))
     lines = []
     for host in hosts:

@@ -51,7 +51,11 @@ class ActionModule(ActionBase):
             # Followers record no facts of their own: their leader's cover them.
             leaders = [h for h in sweep["hosts"] if not plan["hosts"][h].get("follows")]
             planned = {h: plan["hosts"][h]["order"] + plan["hosts"][h]["closing"] for h in leaders}
-            lines += progress.unmeasured(root, leaders, sweep["configs"], sweep["settings"], states, planned)
+            kept = {h: [k["name"] for k in hostvars[h].get("specsweep_kept") or []] for h in leaders}
+            lines += progress.kept(sweep["id"], leaders, hostvars)
+            lines += progress.unmeasured(
+                root, leaders, sweep["configs"], sweep["settings"], states, planned, kept
+            )
         else:
             # `--tags report` of an earlier sweep shows it; only a run that measured is judged.
             parts += [f"earlier runs: {line}" for line in lines]

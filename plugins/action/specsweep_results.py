@@ -3,7 +3,9 @@
 An action plugin, not a module: it runs between two configs, and a module round trip there (fork,
 AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
 - start: whether this host measures a config now (resume, shard claims) and its progress line;
-- fact: write one (host, config) fact, from what the config's tasks registered;
+- fact: write one (host, config) fact, from what the config's tasks registered (or, when the
+  controller cannot, hand it back to be kept on the host);
+- kept: record the facts an earlier run of the sweep kept on this host, and remove the host's copies;
 - preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json);
 - unrecorded: which of these launches no host has a fact of yet (shard mode's last pass);
 - finalists: which configs to launch once more before a winner is named (analysis.sweep.race).
@@ -11,6 +13,7 @@ AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -20,9 +23,10 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts import record
+from analysis.facts.schema import SchemaError, load_fact, to_dict
 from analysis.sweep import lease, order, outcome, progress, race
 
-KINDS = ("start", "fact", "preflight", "unrecorded", "finalists")
+KINDS = ("start", "fact", "kept", "preflight", "unrecorded", "finalists")
 
 
 def plain(value: Any) -> Any:
@@ -36,6 +40,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     # start: where, index, total, shared, retake, launch, race; fact: where, failed_result, log_tail;
+    # kept (true): where;
     # preflight: host_plan, path; unrecorded: where; finalists (true): where.
     _VALID_ARGS = frozenset(KINDS).union(
         ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path",
@@ -57,6 +62,8 @@ class ActionModule(ActionBase):
             return {**result, "changed": False, "unrecorded": unrecorded}
         if kinds[0] == "finalists":
             return {**result, **self._finalists(args, task_vars or {})}
+        if kinds[0] == "kept":
+            return {**result, **self._kept(args["where"], task_vars or {})}
         return {**result, **self._fact(args)}
 
     def _start(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
@@ -89,18 +96,21 @@ class ActionModule(ActionBase):
         path = Path(where["dir"], where["host"], f"{order.fact_name(config_id, launch)}.json")
         built = outcome.payload(args["fact"], args.get("failed_result"), args.get("log_tail") or [])
         try:
-            fact = record.write_fact(built, path)
+            fact = record.build_fact(built)
         except (KeyError, TypeError, ValueError) as exc:
             raise AnsibleActionFail(f"{path}: not a valid fact: {exc}") from None  # the message says it all
+        try:
+            record.write_json_atomic(path, to_dict(fact))
         except OSError as exc:
-            # A full or read-only results disk: say which measurement is not on disk, and where its
-            # raw output still is (the host keeps the client's output beside the server log).
-            kept = built["launch"].get("log_path") or "the host's server_process_run_dir"
-            raise AnsibleActionFail(
-                f"{where['host']}/{config_id}: fact not written to {path}: {exc.strerror or exc}; "
-                f"measured output kept on {where['host']} beside {kept}; free space, then -e resume="
-                f"{Path(where['dir']).name} measures it again"
-            ) from None
+            # A full or read-only results disk: the measurement stays on the host (the task after this
+            # one copies it there), the run's end lists it, and -e resume records it (`kept`).
+            dest = f"{where['run_dir']}/{record.kept_name(fact.sweep_id, path.stem)}"
+            say = (
+                f"{where['host']}/{config_id}: fact not written to {path}: {exc.strerror or exc}; kept on "
+                f"{where['host']} at {dest}; free space, then -e resume={fact.sweep_id} records it"
+            )
+            kept = {"name": path.stem, "dest": dest, "content": json.dumps(to_dict(fact), indent=1)}
+            return {"changed": False, "status": "kept", "kept": kept, "specsweep_say": say}
         if where.get("followed"):
             # This run's marker (an earlier run's fact must not release the followers).
             name = f"{where['host']}-{order.fact_name(config_id, launch)}.recorded"
@@ -112,6 +122,44 @@ class ActionModule(ActionBase):
             why = fact.failure
             say = f"{config_id}: failed in {why.phase}: {why.cause} ({why.message[:200]})"
         return {"changed": True, "status": fact.status, "path": str(path), "specsweep_say": say}
+
+    def _kept(self, where: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
+        """Record the facts an earlier run kept on this host (its controller's disk was full) before
+        anything is measured, so that resume does not measure them again; then remove them there."""
+        if self._task.check_mode:
+            return {"changed": False, "recorded": [], "specsweep_say": ""}
+        sweep_id = Path(where["dir"]).name
+
+        def on_host(module: str, **module_args: Any) -> dict[str, Any]:
+            done = self._execute_module(module, module_args=module_args, task_vars=task_vars)
+            if done.get("failed"):
+                raise AnsibleActionFail(f"{where['host']}: {module} {module_args}: {done.get('msg')}")
+            return done
+
+        pattern = record.kept_pattern(sweep_id)
+        found = on_host("ansible.builtin.find", paths=where["run_dir"], patterns=pattern)
+        recorded = []
+        for kept in sorted(f["path"] for f in found["files"]):
+            content = base64.b64decode(on_host("ansible.builtin.slurp", src=kept)["content"])
+            try:
+                fact = load_fact(json.loads(content))
+            except (ValueError, SchemaError) as exc:
+                raise AnsibleActionFail(f"{where['host']}:{kept}: not a valid fact: {exc}") from None
+            if (fact.sweep_id, fact.host) != (sweep_id, where["host"]):
+                continue  # another sweep's, whose id starts with this one's and a dot
+            name = order.fact_name(fact.config.id, fact.launch_index)
+            path = Path(where["dir"], where["host"], f"{name}.json")
+            try:
+                record.write_json_atomic(path, to_dict(fact))
+            except OSError as exc:
+                raise AnsibleActionFail(
+                    f"{where['host']}/{name}: kept fact not written to {path}: {exc.strerror or exc}; "
+                    f"it stays on {where['host']} at {kept}"
+                ) from None
+            on_host("ansible.builtin.file", path=kept, state="absent")
+            recorded.append(name)
+        say = f"recorded the facts an earlier run kept on {where['host']}: {', '.join(recorded)}"
+        return {"changed": bool(recorded), "recorded": recorded, "specsweep_say": say if recorded else ""}
 
     def _finalists(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         """One more launch of each finalist: the grid's speculative configs (launch N+1) and a step

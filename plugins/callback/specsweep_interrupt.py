@@ -38,8 +38,9 @@ requirements:
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASE = REPO / "playbooks" / "release.yml"
-# The stop's own bound (server_process_stop_timeout_s, 60 s) and the playbook's start and connection.
-RELEASE_TIMEOUT_S = 90
+# Every host back within 60 s of the interruption: the release's stop grace (20 s in release.yml),
+# SIGKILL's wait (10 s) and the playbook's start and connection.
+RELEASE_TIMEOUT_S = 50
 # An interrupted deploy (deploy.yml) puts hosts whose change was in flight back on what last passed
 # there, each saying old or new (playbooks/deploy_settle.yml); a restart waits for the server's load.
 SETTLE = REPO / "playbooks" / "deploy_settle.yml"

@@ -94,7 +94,7 @@ def test_an_interrupted_controller_stops_its_servers_and_releases_its_lock_then_
     took = time.monotonic() - interrupted
     log = (tmp_path / "sweep.log").read_text()
     assert proc.returncode != 0, log[-3000:]
-    assert took < 100, log[-3000:]  # the release's bound (RELEASE_TIMEOUT_S, 90 s) and the exit
+    assert took < 60, log[-3000:]  # every host back within 60 s (the release's bound is 50 s)
     assert "interrupted: stopping the servers of sweep I" in log, log[-3000:]
     assert not alive(ssh_hosts, record["server_pid"]), log[-3000:]
     assert not (run_dir(ssh_hosts) / "sweep.lock").exists(), log[-3000:]

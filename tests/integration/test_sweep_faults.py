@@ -357,16 +357,17 @@ def test_a_sweep_id_in_use_is_refused_before_anything_is_written_and_plans_are_n
     assert (sweep / "plan.json").read_bytes() == written["plan.json"]
 
 
-def test_a_full_results_disk_is_refused_at_plan_time_and_a_write_that_fails_names_the_config(
-    sweep_inventory: Path, tmp_path: Path
+def test_a_full_results_disk_is_refused_at_plan_time_and_a_fact_it_cannot_take_is_kept_until_resume(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
     tiny = tmp_path / "tiny"
     tiny.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(tiny)], check=True)
+    kept = ssh_hosts.opt_dir("sshost1") / "specsweep" / "run" / "F.s1.fact.json"
     try:
-        args = ("-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK, "-e", "sweep_id=F")
-        refused = subprocess.run(playbook_argv(sweep_inventory, tiny, *args), cwd=REPO, env=sweep_env(),
-                                 capture_output=True, text=True, timeout=600)  # fmt: skip
+        args = ("-e", "steps=1", "-e", "baseline=false", "-e", "target=sshost1", *QUICK)
+        refused = subprocess.run(playbook_argv(sweep_inventory, tiny, *args, "-e", "sweep_id=F"), cwd=REPO,
+                                 env=sweep_env(), capture_output=True, text=True, timeout=600)  # fmt: skip
         assert refused.returncode != 0
         said = refused.stdout + refused.stderr
         assert f"results_dir: {tiny} has 8.0 MiB free, and this sweep's 1 fact(s) need about 17 MiB" in said
@@ -374,8 +375,8 @@ def test_a_full_results_disk_is_refused_at_plan_time_and_a_write_that_fails_name
         # Room at plan time, then the disk fills up after preflight, before the fact is written.
         subprocess.run(["mount", "-o", "remount,size=24m", str(tiny)], check=True)
         with open(tmp_path / "full.log", "wb") as log:
-            proc = subprocess.Popen(playbook_argv(sweep_inventory, tiny, *args), cwd=REPO, env=sweep_env(),
-                                    stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+            proc = subprocess.Popen(playbook_argv(sweep_inventory, tiny, *args, "-e", "sweep_id=F"), cwd=REPO,
+                                    env=sweep_env(), stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
             deadline = time.monotonic() + 300
             while not (tiny / "F" / "sshost1.preflight.json").exists() and proc.poll() is None:
                 assert time.monotonic() < deadline
@@ -384,12 +385,31 @@ def test_a_full_results_disk_is_refused_at_plan_time_and_a_write_that_fails_name
             with open(filler, "wb") as fh, contextlib.suppress(OSError):
                 while True:
                     fh.write(b"\0" * (1 << 20))
-            proc.wait(timeout=600)
+            assert proc.wait(timeout=600) == 2
         out = (tmp_path / "full.log").read_text()
         assert f"sshost1/s1: fact not written to {tiny}/F/sshost1/s1.json: No space left on device" in out, (
             out[-3000:]
         )
-        assert "measured output kept on sshost1 beside /opt/specsweep/run/F/s1.log" in out, out[-3000:]
+        # The run's end names what is kept where, and the host has it.
+        assert (
+            "sshost1: 1 fact(s) kept on the host, not written to the results dir: s1 at "
+            "/opt/specsweep/run/F.s1.fact.json; free space, then -e resume=F records them" in out
+        ), out[-3000:]
+        assert "not measured: s1" not in out, out[-3000:]
+        measured = json.loads(kept.read_text())
+        assert (measured["status"], measured["config"]["id"], measured["sweep_id"]) == ("ok", "s1", "F")
         assert not list(tiny.rglob("*.tmp")) and not (tiny / "F" / "sshost1" / "s1.json").exists()
+
+        # Space freed: the resume records the kept fact first and launches nothing for it.
+        filler.unlink()
+        resumed = subprocess.run(playbook_argv(sweep_inventory, tiny, *args, "-e", "resume=F"), cwd=REPO,
+                                 env=sweep_env(), capture_output=True, text=True, timeout=600)  # fmt: skip
+        out = resumed.stdout + resumed.stderr
+        assert resumed.returncode == 0, out[-3000:]
+        assert "recorded the facts an earlier run kept on sshost1: s1" in out, out[-3000:]
+        assert "s1: measured already, skipped" in out and "launching" not in out, out[-3000:]
+        assert json.loads((tiny / "F" / "sshost1" / "s1.json").read_text()) == measured
+        assert not kept.exists()
     finally:
         subprocess.run(["umount", "-l", str(tiny)], check=False)
+        kept.unlink(missing_ok=True)

@@ -533,3 +533,17 @@ def test_unmeasured_names_each_lost_host_and_the_configs_it_left(tmp_path: Path)
         tmp_path, ["a", "b"], configs, {"mode": "replicate", "search": "steps"}, finished
     )
     assert search == []
+
+
+def test_facts_kept_on_their_host_are_listed_with_their_paths_and_not_as_unmeasured(tmp_path: Path) -> None:
+    configs = sweep(("llama_cpp",), steps="1,2")["sweep"]["configs"]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "baseline.json").write_text("{}")
+    noted = {"a": {"specsweep_kept": [{"name": "s1", "dest": "/run/F.s1.fact.json"}]}, "b": {}}
+    assert progress.kept("F", ["a", "b"], noted) == [
+        "a: 1 fact(s) kept on the host, not written to the results dir: s1 at /run/F.s1.fact.json; "
+        "free space, then -e resume=F records them without measuring them again"
+    ]
+    states = {"a": "finished", "b": "finished"}
+    lines = progress.unmeasured(tmp_path, ["a"], configs, {"mode": "replicate"}, states, None, {"a": ["s1"]})
+    assert lines == ["a: finished; not measured: s2"]
