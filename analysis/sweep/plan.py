@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from analysis.facts.schema import REDACTED, redact_argv, redact_env
+from analysis.redact import REDACTED, redact_argv, redact_env
 from analysis.sweep import adaptive, order
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.facts.record import write_json_atomic
+from analysis.files import write_json_atomic
 from analysis.sweep import claims, order, race
 
 

@@ -18,8 +18,9 @@ from analysis import cli
 from analysis.deploy import gate, store
 from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, with_port
 from analysis.facts.load import load_sweeps
-from analysis.facts.schema import REDACTED, to_dict
+from analysis.facts.schema import to_dict
 from analysis.nightly import history
+from analysis.redact import REDACTED
 
 ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "30000", "--api-key", REDACTED]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from analysis.facts.schema import REDACTED
+from analysis.redact import REDACTED
 from analysis.sweep import plan, request
 
 LLAMA: dict[str, Any] = {
