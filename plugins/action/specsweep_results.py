@@ -6,7 +6,7 @@ AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
 - fact: write one (host, config) fact, from what the config's tasks registered;
 - preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json);
 - unrecorded: which of these launches no host has a fact of yet (shard mode's last pass);
-- finalists: which configs to launch once more before a winner is named (analysis.sweep.race).
+- finalists: which configs to launch once more before a winner is named (analysis.running.race).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts import record
-from analysis.sweep import lease, order, outcome, progress, race
+from analysis.running import progress, race
+from analysis.sweep import lease, order, outcome
 
 KINDS = ("start", "fact", "preflight", "unrecorded", "finalists")
 
