@@ -53,12 +53,12 @@ def load_options(s: Mapping[str, Any]) -> list[str]:
     return [f"{flag}={s[key]}" for key, flag in LOAD_OPTIONS.items() if s.get(key) not in (None, "")]
 
 
-def installed_files(
-    files: Sequence[Mapping[str, Any]], work_dir: str, texts: Sequence[str]
-) -> dict[str, str]:
-    """Each of the benchmark role's files at its host path with the sha1 of its controller text (in
-    `files`' order): what specsweep_host_facts compares, so a host that has them all copies nothing."""
+def installed_files(install: Mapping[str, Any]) -> dict[str, str]:
+    """Each of the benchmark role's `files` at its host path under `work_dir` with the sha1 of its
+    controller text (`texts`, in the files' order): what specsweep_host_facts compares, so a host
+    that has them all copies nothing."""
+    texts: Sequence[str] = install["texts"]
     return {
-        f"{work_dir}/{f['dest']}": hashlib.sha1(text.encode()).hexdigest()
-        for f, text in zip(files, texts, strict=True)
+        f"{install['work_dir']}/{f['dest']}": hashlib.sha1(text.encode()).hexdigest()
+        for f, text in zip(install["files"], texts, strict=True)
     }

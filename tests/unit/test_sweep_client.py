@@ -135,10 +135,10 @@ def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:
 
 def test_the_installed_files_are_named_at_their_host_path_with_their_sha1() -> None:
     files = [{"src": "bench.py", "dest": "bench.py"}, {"src": "/p.jsonl", "dest": "p.jsonl"}]
-    got = client.installed_files(files, "/var/tmp/b", ["print(1)\n", "é\n"])
+    got = client.installed_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["print(1)\n", "é\n"]})
     assert got == {
         "/var/tmp/b/bench.py": hashlib.sha1(b"print(1)\n").hexdigest(),
         "/var/tmp/b/p.jsonl": hashlib.sha1("é\n".encode()).hexdigest(),
     }, got
     with pytest.raises(ValueError):
-        client.installed_files(files, "/var/tmp/b", ["one text for two files"])
+        client.installed_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["one text, two files"]})
