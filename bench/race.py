@@ -10,10 +10,11 @@ and holds as many GPUs as their hosts had.
 
 Each trial runs a sweep of `launches` rounds in a seeded random order (analysis.sweep.order); with
 racing, a speculative config's launch k >= 2 is skipped when analysis.running.race.raced_out says so
-from the launches so far (the sweep's own rule, on the same tables). Columns: launches planned and
-run (median), saved (share of launches), GPU-min saved per sweep, and the risk: best lost = share of
-trials where a config that is truly the best at some level was raced out; winner same = the config
-with the highest median at each level is the same as the full sweep's (the same draws, nothing raced).
+from the launches so far (the sweep's own rule, on the report's step table of them). Columns:
+launches planned and run (median), saved (share of launches), GPU-min saved per sweep, and the
+risk: best lost = share of trials where a config that is truly the best at some level was raced
+out; winner same = the config with the highest median at each level is the same as the full
+sweep's (the same draws, nothing raced).
 
     .venv/bin/python bench/race.py [--facts DIR] [--trials 100] [--seed 1]
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.report.compare import step_table
 from analysis.running import race
 from analysis.sweep import order
 
@@ -35,55 +37,61 @@ from analysis.sweep import order
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "gpu-run" / "captured" / "h200-ngram" / "localhost"
 
 
-def calibrate(folder: Path) -> tuple[pd.DataFrame, float, float, int]:
-    """(true tok/s per config and level, within-launch sd of log tok/s, launch seconds, GPUs)."""
+def calibrate(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, float, float, int]:
+    """(true tok/s per config and level, a run row per config and level to draw repeats from,
+    within-launch sd of log tok/s, launch seconds, GPUs)."""
     found = race.facts(folder)
-    data = race.samples(found)
-    logs = np.log(data["tps"])
-    spread = data.assign(log=logs).groupby(["config_id", "concurrency"])["log"].var()
-    truth = data.groupby(["config_id", "concurrency"])["tps"].median().rename("tps").reset_index()
+    data = race.runs(found)
+    data = data[data["run_ok"] & data["decode_tps"].gt(0)].astype({"config_id": "object"})
+    keys = ["config_id", "concurrency"]
+    spread = data.assign(log=np.log(data["decode_tps"])).groupby(keys)["log"].var()
+    truth = data.groupby(keys)["decode_tps"].median().reset_index()
+    template = data.drop_duplicates(keys).reset_index(drop=True)
     seconds = statistics.mean(f.timings.finished_at - f.timings.started_at for f in found)
     gpus = max(len(f.host_facts.gpus) for f in found)
-    return truth, float(np.sqrt(spread.mean())), seconds, gpus
+    return truth, template, float(np.sqrt(spread.mean())), seconds, gpus
 
 
 def simulate(
-    truth: pd.DataFrame, noise: float, launch_sd: float, launches: int, repeats: int,
-    rng: np.random.Generator, seed: int,
+    truth: pd.DataFrame, template: pd.DataFrame, noise: float, launch_sd: float, launches: int,
+    repeats: int, rng: np.random.Generator, seed: int,
 ) -> tuple[int, pd.DataFrame, pd.DataFrame, set[str]]:  # fmt: skip
     """One sweep measured in full, then replayed with racing (the same draws, raced launches left
-    out): (launches run with racing, its repeats, every repeat of the full sweep, the raced configs)."""
+    out): (launches run with racing, its repeats, every repeat of the full sweep, the raced configs).
+    A repeat is a copy of the config's real run row with a drawn tok/s, so racing judges it on the
+    report's own table."""
     configs = [(c, c != "baseline") for c in sorted(truth["config_id"].unique())]
     ordered, _ = order.schedule(configs, launches, seed, "sim", 0)
-    columns = ["config_id", "launch", "concurrency", "tps"]
-    drawn: dict[tuple[str, int], list[tuple[str, int, int, float]]] = {}
-    for slot in ordered:
+    drawn: dict[tuple[str, int], pd.DataFrame] = {}
+    for at, slot in enumerate(ordered):
         cid, k = slot["id"], slot["launch"]
         effect = rng.normal(0.0, launch_sd)
-        drawn[cid, k] = [
-            (cid, k, level.concurrency, float(level.tps * np.exp(effect + rng.normal(0.0, noise))))
-            for level in truth[truth["config_id"] == cid].itertuples()
-            for _ in range(repeats)
-        ]
-    rows: list[tuple[str, int, int, float]] = []
+        mine = template[template["config_id"] == cid]
+        level = mine.loc[mine.index.repeat(repeats)].reset_index(drop=True)
+        tps = level["decode_tps"] * np.exp(effect + rng.normal(0.0, noise, len(level)))
+        drawn[cid, k] = level.assign(
+            decode_tps=tps, launch_index=k, repeat=np.tile(range(repeats), len(mine)),
+            run_index=range(len(level)), started_at=float(at),
+        )  # fmt: skip
+    parts: list[pd.DataFrame] = []
     out: set[str] = set()
     for slot in ordered:
         cid, k = slot["id"], slot["launch"]
         if cid in out:
             continue
-        if slot["speculative"] and k >= 2 and race.raced_out(pd.DataFrame(rows, columns=columns), cid):
+        if slot["speculative"] and k >= 2 and race.raced_out(step_table(pd.concat(parts)), cid):
             out.add(cid)
             continue
-        rows += drawn[cid, k]
-    ran = len({(r[0], r[1]) for r in rows})
-    full = [r for slot_rows in drawn.values() for r in slot_rows]
-    return ran, pd.DataFrame(rows, columns=columns), pd.DataFrame(full, columns=columns), out
+        parts.append(drawn[cid, k])
+    return len(parts), pd.concat(parts), pd.concat(drawn.values()), out
 
 
 def winners(data: pd.DataFrame) -> dict[int, str]:
     """The config with the highest median at each level."""
-    medians = data.groupby(["concurrency", "config_id"])["tps"].median().reset_index()
-    return {int(c): str(g.loc[g["tps"].idxmax(), "config_id"]) for c, g in medians.groupby("concurrency")}
+    medians = data.groupby(["concurrency", "config_id"])["decode_tps"].median().reset_index()
+    return {
+        int(c): str(g.loc[g["decode_tps"].idxmax(), "config_id"]) for c, g in medians.groupby("concurrency")
+    }
 
 
 def main() -> None:
@@ -92,7 +100,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    truth, noise, seconds, gpus = calibrate(args.facts)
+    truth, template, noise, seconds, gpus = calibrate(args.facts)
     best = set(winners(truth).values())
     n_configs, n_levels = truth["config_id"].nunique(), truth["concurrency"].nunique()
     print(f"calibration: {args.facts}: {n_configs} configs x {n_levels} levels, "
@@ -112,7 +120,7 @@ def main() -> None:
             planned = launches * truth["config_id"].nunique()
             for _ in range(args.trials):
                 ran, raced_data, full_data, out = simulate(
-                    truth, noise, launch_sd, launches, 3, rng, seeds.randrange(2**31)
+                    truth, template, noise, launch_sd, launches, 3, rng, seeds.randrange(2**31)
                 )
                 runs.append(ran)
                 lost += bool(out & best)

@@ -114,6 +114,7 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
             "workload": r.workload,
             "achieved_concurrency": r.achieved_concurrency,
             "window_output_tokens": r.window_output_tokens,
+            "window_requests": r.window_requests,
             "interfered": r.interference is not None and r.interference.flagged,
         }
         for i, r in enumerate(fact.runs)

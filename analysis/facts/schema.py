@@ -140,11 +140,13 @@ class Run(_Part, kw_only=True):
     interference: Interference | None = None
     # The load generator's window (docs/load.md): every request it sent this run, ramp and drain
     # included (`requests` holds only those sent and done inside the window), the window's bounds
-    # in epoch seconds (`duration_s` is its length), and the output tokens generated inside it.
+    # in epoch seconds (`duration_s` is its length), and the output tokens generated and requests
+    # served inside it (a straddling request counted by the share of its time inside).
     requests_sent: int | None = None
     window_start_at: float | None = None
     window_end_at: float | None = None
     window_output_tokens: float | None = None
+    window_requests: float | None = None
 
 
 class WorkloadSet(_Part, kw_only=True):

@@ -20,9 +20,9 @@ CONFIG_COLUMNS = config.COLUMNS
 TABLE_COLUMNS = [
     *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "decode_tps", "tps_ci_lo",
     "tps_ci_hi", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "within_noise",
-    "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", "ttft_p50_ms", "ttft_p99_ms",
-    "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures", "cause",
-    "text_compared", "text_diverged", "diverge_word", "best",
+    "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", "ttft_p50_ms",
+    "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures",
+    "cause", "text_compared", "text_diverged", "diverge_word", "best",
     "n_ok", "log_var",
     "se2", "se_df",  # what an interval against another row needs (analysis.report.recommend)
     "total_tps",  # throughput; analysis.report.sla places it with the other deployment columns
@@ -141,7 +141,7 @@ def step_table(
     lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["b_se2"], table["b_se_df"])
     table["speedup_ci_lo"], table["speedup_ci_hi"] = lo.where(~table["_base"]), hi.where(~table["_base"])
     table["within_noise"] = straddles_zero(table["speedup_ci_lo"], table["speedup_ci_hi"])
-    table["verdict_ci_lo"], table["verdict_ci_hi"] = verdict_ci(table, ratio)
+    table["verdict_ci_lo"], table["verdict_ci_hi"] = verdict_ci(table, ratio, "b_")
     table["verdict"] = verdict(table["verdict_ci_lo"], table["verdict_ci_hi"]).where(~table["_base"])
     # A comparison rests on the fewer launches of its two sides, its interval on the weaker basis.
     table["launches"] = np.fmin(table["launches"], table["b_launches"].fillna(table["launches"])).astype(
@@ -159,7 +159,9 @@ def step_table(
     table["best"] = eligible & ok_tps.eq(top)
     table = _versus(table, table["best"], "t_")
     ratio = table["decode_tps"] / table["t_decode_tps"]
-    lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["t_se2"], table["t_se_df"])
+    table["vs_best_pct"] = (ratio - 1.0) * 100.0
+    # Against the best on the verdict's basis (racing drops a config on this interval alone).
+    lo, hi = verdict_ci(table, ratio, "t_")
     table["vs_best_ci_lo"], table["vs_best_ci_hi"] = lo.where(~table["best"]), hi.where(~table["best"])
     # Tied with the best: the interval of (this / best) still contains "no difference".
     table["tie_best"] = straddles_zero(table["vs_best_ci_lo"], table["vs_best_ci_hi"])
@@ -178,22 +180,24 @@ def step_table(
     return table[TABLE_COLUMNS].reset_index(drop=True)
 
 
-def verdict_ci(table: pd.DataFrame, ratio: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """The interval the verdict against the baseline is taken on: the speedup's CI, except where the
-    host group measured no config twice (ci_basis within_launch).
+def verdict_ci(table: pd.DataFrame, ratio: pd.Series, ref: str) -> tuple[pd.Series, pd.Series]:
+    """The interval a verdict of each row against its reference (the `ref`-prefixed columns: b_ the
+    baseline, t_ the best) is taken on: Welch's over the two sides' se2, widened where the host
+    group measured no config twice (ci_basis within_launch).
 
     There the CI says only how steady one launch was; the verdict allows each side a launch effect
     of LAUNCH_CV_PRIOR on top (a prior treated as known), so a single run's decisive word is one
     the next run does not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
     """
-    lo, hi = table["speedup_ci_lo"], table["speedup_ci_hi"]
-    one = table["ci_basis"].eq("within_launch") | table["b_ci_basis"].eq("within_launch")
+    se2, se_df, r_se2, r_se_df = table["se2"], table["se_df"], table[f"{ref}se2"], table[f"{ref}se_df"]
+    lo, hi = log_ratio_ci(ratio, se2, se_df, r_se2, r_se_df)
+    one = table["ci_basis"].eq("within_launch") | table[f"{ref}ci_basis"].eq("within_launch")
     if not one.any():
         return lo, hi
     prior = np.log1p(LAUNCH_CV_PRIOR**2)
-    a, b = table["se2"] + prior, table["b_se2"] + prior
+    a, b = se2 + prior, r_se2 + prior
     # Satterthwaite with the prior's infinite degrees of freedom: only the repeats' parts count.
-    df = (a + b) ** 2 / (table["se2"] ** 2 / table["se_df"] + table["b_se2"] ** 2 / table["b_se_df"])
+    df = (a + b) ** 2 / (se2**2 / se_df + r_se2**2 / r_se_df)
     wide_lo, wide_hi = ratio_ci(ratio, a + b, df)
     return lo.where(~one, wide_lo.where(lo.notna())), hi.where(~one, wide_hi.where(hi.notna()))
 

@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from analysis import cache
 from analysis.report.plotfile import Plot
-from analysis.report.render import LEGEND, Block, Tables, escape_all
+from analysis.report.render import Block, Tables, escape_all
 
 OPTIONS = dict(autoescape=True, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
@@ -117,9 +117,8 @@ def sections(tables: Tables) -> Markup:
         ("Cross-host", [_table(b) for b in tables.blocks.cross]),
         ("SLA, goodput and adaptive", [_table(b) for b in tables.extra]),
     ]
-    legend = [line.format(cv=tables.noisy_cv * 100) for line in LEGEND]
     template = environment().get_template("tables.html.j2")
-    return Markup(template.render(step=_step_tables(tables), legend=legend, views=views))
+    return Markup(template.render(step=_step_tables(tables), legend=tables.legend, views=views))
 
 
 def page(tables_part: Markup, plots: list[Plot], problems: list[str] | None = None, note: str = "") -> str:

@@ -6,9 +6,15 @@ requests; exact when the requests generate the same number of tokens, as with th
 length), and its log variance follows by the delta method from the workloads' own. The result is a
 step table with workload "mix" (one row per host group, level and config), so the recommendation,
 the within-noise sets and SGLang's adaptive schedule are made from it as from any other table.
+`rates` is that mean on its own: the step search (analysis.search.objective) judges a probe by it.
 """
 
 from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -24,8 +30,12 @@ class MixError(ValueError):
     """A mix that cannot be read or weighed on these results."""
 
 
-def parse(text: str) -> dict[str, float]:
-    """'chat=0.7,code=0.3' -> shares summing to 1; MixError names what is wrong."""
+def parse(text: str, option: str = "--mix", zero: bool = True) -> dict[str, float]:
+    """'chat=0.7,code=0.3' -> shares summing to 1; MixError, naming `option`, says what is wrong.
+
+    zero: a share of 0 drops its workload (the report's --mix); False refuses it (the sweep's `mix`,
+    where a workload measured for no traffic is a mistake in the request).
+    """
     shares: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",") if p.strip()):
         name, eq, value = part.partition("=")
@@ -33,19 +43,51 @@ def parse(text: str) -> dict[str, float]:
             share = float(value) if eq else float("nan")
         except ValueError:
             share = float("nan")
-        if not name.strip() or not share >= 0:
-            raise MixError(f"--mix: {part!r} is not workload=share (e.g. chat=0.7,code=0.3)")
+        if not name.strip() or not (share >= 0 if zero else share > 0) or math.isinf(share):
+            least = "" if zero else ", each share above 0"
+            raise MixError(f"{option}: {part!r} is not workload=share (e.g. chat=0.7,code=0.3{least})")
         shares[name.strip()] = shares.get(name.strip(), 0.0) + share
     total = sum(shares.values())
     if not shares or total <= 0:
-        raise MixError("--mix: give at least one workload a share above 0")
+        raise MixError(f"{option}: give at least one workload a share above 0")
     return {name: share / total for name, share in shares.items() if share > 0}
+
+
+def recorded(paths: Iterable[Path]) -> dict[str, float] | None:
+    """The mix the sweeps' requests named (`-e mix`, in <sweep>/sweep.json's settings); None where
+    none did; MixError when two name different mixes."""
+    named = []
+    for sweep in (p / "sweep.json" for p in paths if p.is_dir()):
+        try:
+            shares = (json.loads(sweep.read_bytes()).get("settings") or {}).get("mix")
+        except (OSError, ValueError):
+            continue  # an older or hand-made folder: it names no mix
+        if shares:
+            named.append((sweep.parent.name, shares))
+    if len({json.dumps(s, sort_keys=True) for _, s in named}) > 1:
+        which = "; ".join(f"{name}: {shares}" for name, shares in named)
+        raise MixError(f"--mix: the sweeps name different mixes ({which}); give one")
+    return dict(named[0][1]) if named else None
 
 
 def even(step: pd.DataFrame) -> dict[str, float]:
     """Equal shares of every named workload measured (the default mix)."""
     names = sorted(step["workload"].dropna().astype(str).unique())
     return {n: 1.0 / len(names) for n in names}
+
+
+def _time_per_token(workload: pd.Series, rate: pd.Series, shares: Mapping[str, float]) -> pd.Series:
+    """Each row's part of the mix's time per token: its workload's share of requests / its rate."""
+    return workload.map(shares).astype("float64") / rate.astype("float64")
+
+
+def rates(frame: pd.DataFrame, shares: Mapping[str, float], keys: Sequence[str]) -> pd.Series:
+    """The mix's rate per `keys` group of rows (`workload`, `rate`: one row per workload): the
+    request-weighted harmonic mean; NaN for a group missing one of the mix's workloads."""
+    rows = frame[frame["workload"].isin(list(shares))]
+    parts = _time_per_token(rows["workload"], rows["rate"], shares)
+    total = parts.groupby([rows[k] for k in keys], dropna=False, sort=False).sum(min_count=len(shares))
+    return 1.0 / total
 
 
 def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
@@ -58,8 +100,7 @@ def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
         )
     t = step[step["concurrency"].notna() & step["workload"].isin(list(shares))].copy()
     t = t.astype({c: "object" for c in ["workload", *KEYS] if c != "concurrency"})
-    share = t["workload"].map(shares).astype("float64")
-    t["_inv"] = share / t["decode_tps"]
+    t["_inv"] = _time_per_token(t["workload"], t["decode_tps"], shares)
     total = t.groupby(KEYS, dropna=False, sort=False)["_inv"].transform("sum")
     # d log(mix) / d log(rate_i) = (share_i / rate_i) / sum_j(share_j / rate_j); the parts' degrees
     # of freedom combine as Welch-Satterthwaite's.
@@ -70,7 +111,6 @@ def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
     config_columns = [c for c in step.columns if c not in (*KEYS, "workload") and not c.startswith("_")]
     out = t.groupby(KEYS, dropna=False, sort=False).agg(
         **{c: (c, "first") for c in config_columns},
-        _inv=("_inv", "sum"),
         _var=("_var", lambda v: v.sum(min_count=len(v))),
         _v2df=("_v2df", "sum"),
         _n=("workload", "nunique"),
@@ -80,7 +120,8 @@ def table(step: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
         _itl=("itl_p99_ms", "max"),
     )
     out = out.reset_index()
-    out["decode_tps"] = 1.0 / out.pop("_inv")
+    # NaN for a config missing one of the mix's workloads (counted as failed below).
+    out["decode_tps"] = rates(t.assign(rate=t["decode_tps"]), shares, KEYS).to_numpy()
     out["n_ok"] = t.groupby(KEYS, dropna=False, sort=False)["n_ok"].min().to_numpy()
     out["se2"] = out.pop("_var")
     out["se_df"] = out["se2"] ** 2 / out.pop("_v2df")
@@ -113,6 +154,6 @@ def _against_baseline(out: pd.DataFrame) -> pd.DataFrame:
     out["within_noise"] = straddles_zero(out["speedup_ci_lo"], out["speedup_ci_hi"])
     # The verdict as the step table takes it (a one-launch interval widened by the launch prior).
     both = pd.concat([out, m[[f"b_{c}" for c in sides[1:]]]], axis=1)
-    out["verdict_ci_lo"], out["verdict_ci_hi"] = verdict_ci(both, ratio)
+    out["verdict_ci_lo"], out["verdict_ci_hi"] = verdict_ci(both, ratio, "b_")
     out["verdict"] = verdict(out["verdict_ci_lo"], out["verdict_ci_hi"]).where(~base_row)
     return out

@@ -8,11 +8,12 @@ speed differences (the cross-host view) into the noise; hosts that agree give th
 and one that disagrees is worth seeing. The adaptive schedule is the exception: one file per
 model, the union of the groups' candidate steps per level (see `adaptive_schedule`).
 
-At each level the recommendation is the fastest config (median decode tok/s, the table's tok/s)
-among those with no failure that meet the SLA; "baseline" instead where speculation does not pay:
-the fastest is speculative but not clearly faster than the baseline (its speedup's 95% interval
-includes 0) and the baseline meets the SLA too. With one repeat there is no interval and the
-medians decide.
+At each level, among the configs with no failure that meet the SLA, the recommendation goes by
+the step table's verdict against the baseline: the fastest (median decode tok/s, the table's
+tok/s) of those whose verdict is `better`; the baseline where none is (within noise, or no
+interval to say: a point estimate alone never names speculation). Only where the baseline
+itself is not eligible does the fastest config stand without a verdict. Configs within noise of
+the one chosen (the same interval, against it) are named as such.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.report.compare import GROUP, is_baseline
-from analysis.stats import log_ratio_ci, straddles_zero
+from analysis.report.compare import GROUP, is_baseline, verdict_ci
+from analysis.stats import straddles_zero
 from analysis.sweep.config import ADAPTIVE_ALGORITHMS, parse_id
 
 HOST_GROUP = GROUP[:-1]  # sweep, host, engine, model, workload
@@ -73,13 +74,14 @@ def _fastest(t: pd.DataFrame, mask: pd.Series) -> pd.Series:
 
 
 def _against(t: pd.DataFrame, ref: np.ndarray) -> tuple[pd.Series, pd.Series, pd.Series]:
-    """Each row's % difference from its level's `ref` row, with the 95% interval (NaN: no ref)."""
-    stats = ["decode_tps", "se2", "se_df"]
+    """Each row's % difference from its level's `ref` row and the 95% interval on the verdict's
+    basis (the table's rule, analysis.report.compare.verdict_ci); NaN without a ref."""
+    stats = ["decode_tps", "se2", "se_df", "ci_basis"]
     r = t.loc[ref, [*LEVEL, *stats]].rename(columns={c: f"r_{c}" for c in stats})
     m = t[LEVEL].merge(r, on=LEVEL, how="left")
+    both = pd.concat([t[["se2", "se_df", "ci_basis"]], m[[f"r_{c}" for c in stats]]], axis=1)
     ratio = t["decode_tps"] / m["r_decode_tps"]
-    lo, hi = log_ratio_ci(ratio, t["se2"], t["se_df"], m["r_se2"], m["r_se_df"])
-    return (ratio - 1.0) * 100.0, lo, hi
+    return (ratio - 1.0) * 100.0, *verdict_ci(both, ratio, "r_")
 
 
 def _per_level(t: pd.DataFrame, mask: pd.Series | np.ndarray) -> pd.Series:
@@ -92,19 +94,20 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
     t = _levels(step)
     fastest = _fastest(t, t["_ok"])
     base = t["_ok"] & t["_base"]
-    pays = (
-        t["speedup_ci_lo"].gt(0)
-        | (t["speedup_ci_lo"].isna() & t["speedup_pct"].gt(0))
-        | t["speedup_pct"].isna()  # no baseline to compare with
-    )
-    # Where the fastest is speculative and does not pay, the baseline (if eligible) is the answer.
-    back = _per_level(t, fastest & t["speculative"].astype(bool) & ~pays & _per_level(t, base))
-    chosen = np.where(back, base, fastest)
+    better = t["_ok"] & t["verdict"].eq("better")
+    # Speculation is named only on the table's verdict: the fastest config `better` than the
+    # baseline, else the baseline; a level with no eligible baseline keeps its fastest config.
+    on_verdict = _fastest(t, better) | (base & ~_per_level(t, better))
+    chosen = np.where(_per_level(t, base), on_verdict, fastest)
+    back = _per_level(t, chosen & base)
     _, lo, hi = _against(t, chosen)
     near = t["_ok"] & ~chosen & straddles_zero(lo, hi).fillna(False).astype(bool)
     within = t[near].groupby(LEVEL, dropna=False, sort=False)["config"].agg(list).rename("within_noise")
     within = within.reset_index()
-    passed = t.loc[fastest & back, [*LEVEL, "config", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi"]]
+    # The fastest by median, passed over for the baseline: its verdict's interval says why.
+    passed = t.loc[
+        fastest & ~chosen & back, [*LEVEL, "config", "speedup_pct", "verdict_ci_lo", "verdict_ci_hi"]
+    ]
     passed = passed.rename(columns={c: f"fastest_{c}" for c in passed.columns if c not in LEVEL})
     done = t.assign(_done=t["failures"].eq(0) & t["decode_tps"].notna())
     counts = done.groupby(LEVEL, dropna=False, sort=False).agg(
@@ -174,7 +177,11 @@ def _why(r: dict[str, Any]) -> str:
             return f"none of the {r['n_done']} configs that completed meets the SLA"
         return "no config completed every repeat"
     if isinstance(r.get("fastest_config"), str):
-        gain = _speedup_text(r["fastest_speedup_pct"], r["fastest_speedup_ci_lo"], r["fastest_speedup_ci_hi"])
+        gain = _speedup_text(r["fastest_speedup_pct"], r["fastest_verdict_ci_lo"], r["fastest_verdict_ci_hi"])
+        if pd.isna(r["fastest_verdict_ci_lo"]):
+            return (
+                f"speculation not shown to pay: the fastest, {r['fastest_config']} ({gain}), has no verdict"
+            )
         return f"speculation does not pay: the fastest, {r['fastest_config']} ({gain}), is within noise of it"
     if pd.isna(r["speedup_pct"]):
         return "fastest; no baseline to compare with"

@@ -26,7 +26,8 @@ spread measured on the reference machine; see analysis.report.compare.LAUNCH_CV_
 Results measured with named workloads (-e workloads=...) add per host group
     "mix": {"chat": 0.7, "code": 0.3}, "by_workload": {"chat": {"by_concurrency": {...}}, ...}
 and the top-level by_concurrency is then the answer for the mix (analysis.report.mix; --mix, else
-equal shares of the workloads measured), which --adaptive-config also writes the schedule for.
+the sweep's -e mix, else equal shares of the workloads measured), which --adaptive-config also
+writes the schedule for.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "recommend",
         help="the config to deploy per concurrency level",
-        description="Per host group and concurrency: the fastest config meeting the SLA (baseline where "
-        "speculation does not pay), its speedup CI, the configs within noise of it, goodput, and "
+        description="Per host group and concurrency: the fastest config meeting the SLA whose verdict "
+        "against the baseline is better (else the baseline), its speedup CI, the configs within noise of "
+        "it, goodput, and "
         "whether SGLang's adaptive arm is at least as fast as the best static config.",
     )
     add_load_options(parser)
@@ -74,7 +76,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--mix", metavar="W=SHARE,...",
         help="weigh the workloads by their share of requests, e.g. chat=0.7,code=0.3, and name the config "
-        "for that mix (default: equal shares of the workloads measured)",
+        "for that mix (default: the sweep's -e mix, else equal shares of the workloads measured)",
     )  # fmt: skip
     parser.set_defaults(func=run)
 
@@ -198,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     mixed, shares, mix_step = None, None, step
     if step["workload"].notna().any():
         try:
-            shares = mix.parse(args.mix) if args.mix else mix.even(step)
+            shares = mix.parse(args.mix) if args.mix else mix.recorded(args.sweeps) or mix.even(step)
             mix_step = mix.table(step, shares)
         except mix.MixError as exc:
             print(f"analysis recommend: {exc}", file=sys.stderr)

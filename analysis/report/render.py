@@ -21,17 +21,61 @@ from analysis.report.profiles import profile_table
 
 MISSING = "–"
 FORMATS = ("text", "markdown", "html", "csv", "json")
-LEGEND = [
-    "* best: highest median tok/s of the configs with no failure; ≈ within noise of the best (95% CI)",
-    "~ within noise: the speedup's 95% CI includes 0; no CI: fewer than 2 good repeats on a side",
-    "! noisy: per-repeat tok/s vary by more than {cv:g}% (coefficient of variation)",
-    "text vs base: w17 2/8 = 2 of 8 requests differ from the baseline's text, the first at word 17 (0-based)",
-    "launches: launches behind the comparison (the fewer side's); with >= 2 the CI is over launch means",
-    "¹ within one launch: no config was launched twice on this host, so the CI says how steady one "
-    "launch was, not how far the next run moves; its verdict allows a launch-to-launch spread",
-    "‡ unsteady: a launch's first and second half of repeats disagree beyond their noise (99%)",
-    "interfered: repeats measured while something else loaded the host (kept in the figures)",
-    "in flight: mean requests in flight over the measured window; < not reached: under 90% of the level",
+# (the step table's column, the marks in its cells the line explains, the line): a line is printed
+# only where some cell carries one of its marks; one with no marks explains a column always shown.
+LEGEND: list[tuple[str, tuple[str, ...], str]] = [
+    (
+        "",
+        ("*", "≈"),
+        "* best: highest median tok/s of the configs with no failure; ≈ within noise of the best (95% CI)",
+    ),
+    (
+        "speedup [95% CI]",
+        ("~", "no CI"),
+        "~ within noise: the speedup's 95% CI includes 0; no CI: fewer than 2 good repeats on a side",
+    ),
+    (
+        "CV",
+        ("!",),
+        "! noisy: per-repeat tok/s vary by more than {cv:g}% (coefficient of variation)",
+    ),
+    (
+        "text vs base",
+        (),
+        "text vs base: w17 2/8 = 2 of 8 requests differ from the baseline's text, the first at word 17 "
+        "(0-based)",
+    ),
+    (
+        "launches",
+        (),
+        "launches: launches behind the comparison (the fewer side's); with >= 2 the CI is over launch means",
+    ),
+    (
+        "speedup [95% CI]",
+        ("¹",),
+        "¹ within one launch: no config was launched twice on this host, so the CI says how steady one "
+        "launch was, not how far the next run moves; its verdict allows a launch-to-launch spread",
+    ),
+    (
+        "CV",
+        ("‡",),
+        "‡ unsteady: a launch's first and second half of repeats disagree beyond their noise (99%)",
+    ),
+    (
+        "interfered",
+        (),
+        "interfered: repeats measured while something else loaded the host (kept in the figures)",
+    ),
+    (
+        "in flight",
+        (),
+        "in flight: mean requests in flight over the measured window",
+    ),
+    (
+        "in flight",
+        ("<",),
+        "< not reached: under 90% of the level",
+    ),
 ]
 PROFILE_NOTE = "per env profile: median decode tok/s"
 STEP_NOTE = "; step ms: median decode step (draft + verify)"
@@ -52,6 +96,16 @@ class Tables:
     def shown(self) -> list[list[str]]:
         """The step table as display strings, column by column (made once, shared by every format)."""
         return cells(self.step)
+
+    @functools.cached_property
+    def legend(self) -> list[str]:
+        """The legend lines for the marks some step-table cell carries, and those of its columns."""
+        by_header = {h: cells for (h, _, _), cells in zip(COLUMNS, self.shown, strict=True)}
+        return [
+            line.format(cv=self.noisy_cv * 100)
+            for header, marks, line in LEGEND
+            if not marks or any(m in cell for cell in by_header[header] for m in marks)
+        ]
 
     @functools.cached_property
     def profiles(self) -> pd.DataFrame:
@@ -320,8 +374,7 @@ def render_text(tables: Tables) -> str:
         "\n".join([b.title, *([b.note] if b.note else []), *_aligned(b)])
         for b in [*step, *made.profiles, *made.cross, *tables.extra]
     ]
-    legend = "\n".join(line.format(cv=tables.noisy_cv * 100) for line in LEGEND)
-    return "\n\n".join([*text, legend]) + "\n"
+    return "\n\n".join([*text, "\n".join(tables.legend)]) + "\n"
 
 
 def _md_escape(cell: str) -> str:
@@ -353,7 +406,7 @@ def render_markdown(tables: Tables) -> str:
         "\n".join([f"### {b.title}", "", *([_md_escape(b.note), ""] if b.note else []), *_md_table(b)])
         for b in [*made.step, *made.profiles, *made.cross, *tables.extra]
     ]
-    legend = "\n".join(f"- {_md_escape(line.format(cv=tables.noisy_cv * 100))}" for line in LEGEND)
+    legend = "\n".join(f"- {_md_escape(line)}" for line in tables.legend)
     return "\n\n".join([*text, legend]) + "\n"
 
 

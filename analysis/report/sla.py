@@ -4,7 +4,9 @@ Goodput follows DistServe and SGLang 0.5.23's `sglang.benchmark.goodput.calculat
 request is good when it succeeded and each per-request latency given an SLO is at most it; the
 latencies compared are the request's TTFT and its TPOT, (e2e latency - TTFT) / (output tokens - 1),
 0 for a single-token answer (goodput.py lines 32-35); goodput is good requests / the run's
-duration. Our `--sla-itl-p99-ms` is that TPOT SLO per request (SGLang's `--goodput tpot:N`), and
+duration. A steady-load run (docs/load.md) counts the good share of the requests wholly inside its
+window times the requests served inside it, those straddling its edges by their share of time.
+Our `--sla-itl-p99-ms` is that TPOT SLO per request (SGLang's `--goodput tpot:N`), and
 the config-level "meets SLA" asks the same number of the p99 inter-token gap the step table shows.
 
 Throughput for the Pareto front: total tok/s = every request's output tokens / the run's duration;
@@ -99,9 +101,10 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
     """
     measured = runs[runs["run_index"].notna()]
     keys = ["fact_id", "run_index"]
-    out = measured[
-        [*CELL[:-1], "config_id", *keys, "duration_s", "output_tokens", "window_output_tokens"]
-    ].astype({"config_id": "object"})
+    window = ["window_output_tokens", "window_requests"]
+    out = measured[[*CELL[:-1], "config_id", *keys, "duration_s", "output_tokens", *window]].astype(
+        {"config_id": "object"}
+    )
     out = out.assign(total_tps=total_tps(out))
     if requests is None or requests.empty or not sla.given:
         return out.assign(goodput_rps=np.nan, slo_attainment=np.nan)
@@ -114,10 +117,11 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
         .astype({"run_index": "Int64"})
     )
     out = out.merge(counted, on=keys, how="left")
-    return out.assign(
-        goodput_rps=out["n_good"].astype("float64") / duration.to_numpy(),
-        slo_attainment=out["n_good"].astype("float64") / out["n_sent"].astype("float64"),
-    )
+    attainment = out["n_good"].astype("float64") / out["n_sent"].astype("float64")
+    # The requests wholly inside a steady-load window leave out the c - 1 straddling each edge: the
+    # window's served requests (the client's, Little's law) times the good share is the good rate.
+    good = (attainment * out["window_requests"].astype("float64")).fillna(out["n_good"].astype("float64"))
+    return out.assign(goodput_rps=good / duration.to_numpy(), slo_attainment=attainment)
 
 
 def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:

@@ -2,14 +2,13 @@
 
 F-race (Birattari et al., irace) drops a candidate as soon as it is significantly worse than the
 best, and spends the saved evaluations on the survivors. Here a candidate is a config, an
-evaluation a launch, and "significantly worse" is this: at every concurrency level, the 95%
-interval of the config's tok/s over the best config's (Welch t on log tok/s of every repeat of
-every launch so far, analysis.stats.log_ratio_ci; a repeat's tok/s is its requests' median decode
-tok/s, as in the report's table) lies entirely below 0. The comparison is with the
-best directly, not two intervals against the baseline: both would share the baseline's noise, and
-the best's own estimate is the one most flattered by noise (the winner's curse), so a config is
-dropped only when it loses to the best's repeats themselves. Without 2 repeats on both sides there
-is no interval and nothing is dropped.
+evaluation a launch, and "significantly worse" is the step table's own word (one owner of the
+rule, analysis.report.compare): at every concurrency level, the table's interval of the config's
+tok/s over the best config's (vs_best_ci: launches as a random effect, the launch-spread prior
+where no config was launched twice) lies entirely below 0. So a config is never raced out on a
+rule the report would not back. The comparison is with the best directly, not two intervals
+against the baseline: both would share the baseline's noise, and the best's own estimate is the
+one most flattered by noise (the winner's curse). Without an interval nothing is dropped.
 
 Finalists are the survivors when the sweep ends: the best at some level and every config within
 noise of it there (its interval against the best holds 0, or there is none). They are launched once
@@ -18,15 +17,16 @@ more before a winner is named.
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis import stats
+from analysis.facts.load import RUN_COLUMNS, frame
+from analysis.facts.rows import run_rows
 from analysis.facts.schema import Fact, decode_fact, to_dict
+from analysis.report.compare import GROUP, TABLE_COLUMNS, step_table
 
 
 def facts(host_dir: Path) -> list[Fact]:
@@ -40,57 +40,52 @@ def facts(host_dir: Path) -> list[Fact]:
     return found
 
 
-def samples(found: Iterable[Fact], max_launch: int | None = None) -> pd.DataFrame:
-    """Decode tok/s of every good repeat (the median of its requests', the number the table's
-    speedup is of): columns config_id, launch, concurrency, tps."""
+def runs(found: Iterable[Fact], max_launch: int | None = None) -> pd.DataFrame:
+    """The report's run rows of these facts (launches up to `max_launch`)."""
     rows = [
-        (f.config.id, f.launch_index, r.concurrency, statistics.median(tps))
+        row
         for f in found
-        if f.status == "ok" and (max_launch is None or f.launch_index <= max_launch)
-        for r in f.runs
-        if not any(q.error for q in r.requests)
-        and (tps := [q.decode_tps for q in r.requests if q.decode_tps is not None and q.decode_tps > 0])
+        if max_launch is None or f.launch_index <= max_launch
+        for row in run_rows(f"{f.host}/{f.config.id}.launch{f.launch_index}", f)
     ]
-    return pd.DataFrame(rows, columns=["config_id", "launch", "concurrency", "tps"])
+    return frame(rows, RUN_COLUMNS)
 
 
-def against_best(data: pd.DataFrame) -> pd.DataFrame:
-    """Per (concurrency, config): the best config there and the 95% interval, in %, of config/best."""
-    data = data.assign(log=np.log(data["tps"]))
-    per = data.groupby(["concurrency", "config_id"])["log"].agg(["count", "var", "median"]).reset_index()
-    per["tps"] = np.exp(per["median"])
-    best = per.loc[per.groupby("concurrency")["tps"].idxmax()].set_index("concurrency")
-    b = best.loc[per["concurrency"]]
-    point = pd.Series(per["tps"].to_numpy() / b["tps"].to_numpy(), index=per.index)
-    n = per["count"].astype("float64")
-    n_best = pd.Series(b["count"].to_numpy(), index=per.index).astype("float64")
-    var_best = pd.Series(b["var"].to_numpy(), index=per.index)
-    lo, hi = stats.log_ratio_ci(point, per["var"] / n, n - 1, var_best / n_best, n_best - 1)
-    return per.assign(best=b["config_id"].to_numpy(), lo=lo, hi=hi, pct=(point - 1) * 100)
+def table(found: Iterable[Fact], max_launch: int | None = None) -> pd.DataFrame:
+    """The step table of these facts (launches up to `max_launch`), the one the report prints."""
+    measured = runs(found, max_launch)
+    # Nothing measured yet: an empty table (step_table needs a row to group).
+    return step_table(measured) if len(measured) else pd.DataFrame(columns=TABLE_COLUMNS)
 
 
-def raced_out(data: pd.DataFrame, config_id: str) -> str | None:
-    """Why `config_id` stops here (its interval against the best is below 0 at every level it was
-    measured at), or None while it may still win somewhere."""
-    if data.empty or config_id not in set(data["config_id"]):
+def _measured(step: pd.DataFrame) -> pd.DataFrame:
+    """The rows that measured a tok/s (a config's failure or skip rows say nothing about speed)."""
+    return step[step["decode_tps"].notna() & step["concurrency"].notna()]
+
+
+def raced_out(step: pd.DataFrame, config_id: str) -> str | None:
+    """Why `config_id` stops here (the table's interval against the best is below 0 at every level
+    it was measured at), or None while it may still win somewhere."""
+    mine = _measured(step)
+    mine = mine[mine["config"] == config_id]
+    if mine.empty or mine["best"].any() or not (mine["vs_best_ci_hi"] < 0).all():
         return None
-    table = against_best(data)
-    mine = table[table["config_id"] == config_id]
-    if not (mine["best"] != config_id).all() or not (mine["hi"] < 0).all():
-        return None
+    best = _measured(step)
+    best = best.loc[best["best"], [*GROUP, "config"]].drop_duplicates(GROUP)
+    mine = mine.merge(best.rename(columns={"config": "_best"}), on=GROUP, how="left")
     return "; ".join(
-        f"c={c}: {p:+.1f}% [{lo:+.1f}, {hi:+.1f}] vs {best}"
-        for c, p, lo, hi, best in mine[["concurrency", "pct", "lo", "hi", "best"]].itertuples(index=False)
+        f"c={c:g}: {p:+.1f}% [{lo:+.1f}, {hi:+.1f}] vs {b}"
+        for c, p, lo, hi, b in mine[
+            ["concurrency", "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "_best"]
+        ].itertuples(index=False)
     )
 
 
-def finalists(data: pd.DataFrame, candidates: Collection[str]) -> list[str]:
+def finalists(step: pd.DataFrame, candidates: Collection[str]) -> list[str]:
     """The candidates that are best at some level or within noise of the best there, in order."""
-    if data.empty:
-        return []
-    table = against_best(data)
-    alive = table[(table["best"] == table["config_id"]) | ~(table["hi"] < 0)]
-    chosen = set(alive["config_id"])
+    rows = _measured(step)
+    alive = rows[rows["best"] | ~(rows["vs_best_ci_hi"] < 0)]
+    chosen = set(alive["config"])
     return [c for c in candidates if c in chosen]
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis.report import mix
 from analysis.search.state import Asker, InputError, next_step, parse_candidates, profile_of, render_summary
 
 
@@ -26,6 +27,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _mix(text: str) -> dict[str, float]:
+    """The traffic's shares by workload, as the sweep's `mix` reads them."""
+    try:
+        return mix.parse(text, "--mix", zero=False)
+    except mix.MixError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
 def add_parser(subparsers: Any) -> None:
     """Register `search next` (what a free host measures next) and `search summary` (what was found)."""
     parser = subparsers.add_parser("search", help="the step search: next probe, or what it found")
@@ -42,6 +51,10 @@ def add_parser(subparsers: Any) -> None:
     nxt.add_argument(
         "--concurrency", type=_positive, action="append", default=[], metavar="C",
         help="a concurrency level each launch measures (repeat it: each level's best is searched)",
+    )  # fmt: skip
+    nxt.add_argument(
+        "--mix", type=_mix, default={}, metavar="W=SHARE,...",
+        help="judge a launch of several workloads on this mix of requests (default: equal shares)",
     )  # fmt: skip
     nxt.set_defaults(func=run_next)
     summary = sub.add_parser("summary", help="print what each search of a sweep found, and why")
@@ -65,7 +78,9 @@ def run_next(args: argparse.Namespace) -> int:
         candidates = parse_candidates(text)
         if not args.sweep_dir.is_dir():
             raise InputError(f"{args.sweep_dir}: no such sweep folder")
-        asker = Asker(args.sweep_dir, args.host, args.run_id, args.scope, profile_of(candidates[0].id))
+        asker = Asker(
+            args.sweep_dir, args.host, args.run_id, args.scope, profile_of(candidates[0].id), mix=args.mix
+        )
         answer = next_step(asker, candidates, args.parallel, args.max_launches, sorted(set(args.concurrency)))
     except InputError as exc:
         print(f"analysis search: {exc}", file=sys.stderr)

@@ -2,16 +2,22 @@
 
 One launch measures every concurrency level the sweep asked for, so a fact gives samples per
 level; the single-level search reads the first level, the multi-level one (analysis.search.levels)
-reads them all.
+reads them all. A launch that measured several workloads is judged on the operator's mix of them,
+by the rule `recommend --mix` uses (analysis.report.mix.rates), not on whichever workload ran.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pandas as pd
+
 from analysis.facts.rows import run_numbers
 from analysis.facts.schema import Fact
+from analysis.report import mix
 from analysis.search.decide import Probe
+
+Shares = Mapping[str, float]  # the traffic's share of requests by workload (analysis.report.mix.parse)
 
 
 def levels_of(fact: Fact) -> list[int]:
@@ -20,31 +26,45 @@ def levels_of(fact: Fact) -> list[int]:
     return list(dict.fromkeys([*asked, *(r.concurrency for r in fact.runs)]))
 
 
-def level_samples(fact: Fact) -> dict[int, list[float]]:
+def level_samples(fact: Fact, shares: Shares | None = None) -> dict[int, list[float]]:
     """Per-repeat decode tok/s at each level, as the report computes it; [] where none completed.
 
     Only completed repeats count (the report's medians skip failed runs too); a failed fact has
-    none at any level.
+    none at any level. Runs naming workloads give one sample per (level, repeat): the mix's rate
+    over that repeat of each workload, weighed by `shares` (default: equal shares of the workloads
+    measured, as `recommend`); a repeat missing one of the mix's workloads gives none.
     """
     samples: dict[int, list[float]] = {c: [] for c in levels_of(fact)}
     if fact.status != "ok" or fact.failure is not None:
         return samples
-    for r in fact.runs:
-        x = run_numbers(r)
-        if x["run_ok"] and x["decode_tps"] and x["decode_tps"] > 0:
-            samples.setdefault(r.concurrency, []).append(x["decode_tps"])
+    numbers = ((r, run_numbers(r)) for r in fact.runs)
+    rows = pd.DataFrame(
+        [(r.concurrency, r.repeat, r.workload, x["decode_tps"]) for r, x in numbers
+         if x["run_ok"] and x["decode_tps"] and x["decode_tps"] > 0],
+        columns=["concurrency", "repeat", "workload", "rate"],
+    )  # fmt: skip
+    named = rows[rows["workload"].notna()]
+    if not named.empty:
+        measured = sorted(set(named["workload"]))
+        weights = shares or {w: 1.0 / len(measured) for w in measured}
+        rows = mix.rates(named, weights, ["concurrency", "repeat"]).dropna().rename("rate").reset_index()
+    for level, group in rows.groupby("concurrency", sort=False):
+        samples.setdefault(int(level), []).extend(group["rate"].tolist())
     return samples
 
 
-def decode_samples(fact: Fact, concurrency: int | None = None) -> list[float]:
+def decode_samples(fact: Fact, concurrency: int | None = None, shares: Shares | None = None) -> list[float]:
     """Per-repeat decode tok/s at one level (default: the fact's first)."""
     levels = levels_of(fact)
     level = concurrency if concurrency is not None else (levels[0] if levels else None)
-    return level_samples(fact).get(level, []) if level is not None else []
+    return level_samples(fact, shares).get(level, []) if level is not None else []
 
 
 def probe_of(
-    facts: Sequence[Fact], baselines: Mapping[str, float] | None, concurrency: int | None = None
+    facts: Sequence[Fact],
+    baselines: Mapping[str, float] | None,
+    concurrency: int | None = None,
+    shares: Shares | None = None,
 ) -> Probe:
     """One candidate's probe at one level (default: each fact's first) from its facts, one per host.
 
@@ -52,13 +72,18 @@ def probe_of(
     candidate that produced no number on any host is a failed probe.
     """
     samples = [
-        s / (baselines[f.host] if baselines else 1.0) for f in facts for s in decode_samples(f, concurrency)
+        s / (baselines[f.host] if baselines else 1.0)
+        for f in facts
+        for s in decode_samples(f, concurrency, shares)
     ]
     return Probe(tuple(samples)) if samples else Probe(failed=True)
 
 
 def level_probes(
-    facts: Sequence[Fact], levels: Sequence[int], baselines: Mapping[int, Mapping[str, float]] | None
+    facts: Sequence[Fact],
+    levels: Sequence[int],
+    baselines: Mapping[int, Mapping[str, float]] | None,
+    shares: Shares | None = None,
 ) -> dict[int, Probe]:
     """One candidate's probe at every level; baselines: level -> host -> median baseline tok/s."""
-    return {c: probe_of(facts, baselines[c] if baselines else None, c) for c in levels}
+    return {c: probe_of(facts, baselines[c] if baselines else None, c, shares) for c in levels}

@@ -47,6 +47,9 @@ class Asker:
     profile: str
     # Hosts of this run no longer in it (unreachable, failed): their claims are taken over.
     lost: frozenset[str] = frozenset()
+    # The traffic's shares by workload a probe is judged on (the sweep's `mix`); empty: equal
+    # shares of the workloads measured (analysis.search.objective.level_samples).
+    mix: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def claims(self) -> Path:
@@ -127,14 +130,14 @@ def _load(path: Path) -> Fact | None:
 def _baseline_median(asker: Asker, host: str) -> float | None:
     """Median decode tok/s of the host's baseline for this profile, None when it has none that is ok."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    samples = decode_samples(fact) if fact else []
+    samples = decode_samples(fact, shares=asker.mix) if fact else []
     return statistics.median(samples) if samples else None
 
 
 def _baseline_medians(asker: Asker, host: str) -> dict[int, float]:
     """Median decode tok/s of the host's baseline for this profile at each level it measured."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    return {c: statistics.median(s) for c, s in (level_samples(fact) if fact else {}).items() if s}
+    return {c: statistics.median(s) for c, s in (level_samples(fact, asker.mix) if fact else {}).items() if s}
 
 
 @dataclass(frozen=True)
@@ -167,12 +170,12 @@ def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
     medians = {h: _baseline_median(asker, h) for h in hosts}
     baselines = medians if all(m is not None for m in medians.values()) else None
     unit = "decode tok/s / host baseline" if baselines else "decode tok/s"
-    probes = {cid: probe_of(fs, baselines) for cid, fs in facts.items()}
+    probes = {cid: probe_of(fs, baselines, shares=asker.mix) for cid, fs in facts.items()}
     levels = sorted({c for fs in facts.values() for f in fs for c in levels_of(f)})
     per_host = {h: _baseline_medians(asker, h) for h in hosts}
     ratios = all(c in per_host[h] for h in hosts for c in levels)
     by_level = {c: {h: per_host[h][c] for h in hosts} for c in levels} if ratios else None
-    found = {cid: level_probes(fs, levels, by_level) for cid, fs in facts.items()}
+    found = {cid: level_probes(fs, levels, by_level, asker.mix) for cid, fs in facts.items()}
     return Observed(
         facts,
         probes,
@@ -268,6 +271,8 @@ def write_state(
         "profile": asker.profile or "default",
         "updated_at": time.time(),
         "unit": observed.unit,
+        # The shares a launch of several workloads was judged on ({}: equal, or one workload).
+        "mix": dict(asker.mix),
         "candidates": [{"id": c.id, "steps": c.steps} for c in sorted(candidates, key=lambda c: c.steps)],
         "observations": {
             cid: {"steps": by_id[cid].steps, **_summary(p)} for cid, p in observed.probes.items()
@@ -341,6 +346,8 @@ def _summary_line(state: dict[str, Any]) -> str:
     """One search as a line of text."""
     where = f" on {state['host']}" if state.get("scope") == "host" else ""
     where += f" (profile {state['profile']})" if state.get("profile", "default") != "default" else ""
+    shares = state.get("mix") or {}
+    where += f" on the mix {','.join(f'{w}={s:g}' for w, s in shares.items())}" if shares else ""
     head = f"search over steps {_steps_text([c['steps'] for c in state['candidates']])}{where}"
     prefix = "best" if state.get("done") else f"in progress ({state.get('action')}), best so far"
     if "levels" in state:  # one answer per concurrency level, from the same launches

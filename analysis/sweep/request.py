@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.report import mix
 from analysis.sweep.config import AXES, NAME_RE
+from analysis.workloads import traffic
 from analysis.workloads.shipped import SHIPPED
 
 _INT = re.compile(r"^[+-]?\d+$")
@@ -156,6 +158,17 @@ def workload_names(name: str, value: Any) -> list[str]:
     return out
 
 
+def mix_shares(name: str, value: Any) -> dict[str, float]:
+    """'chat=0.7,code=0.3' or {chat: 0.7, code: 0.3}: shares of requests summing to 1; {} for none."""
+    if value is None or value == "" or value == {}:
+        return {}
+    given = ",".join(f"{k}={v}" for k, v in value.items()) if isinstance(value, Mapping) else str(value)
+    try:
+        return mix.parse(given, name, zero=False)
+    except mix.MixError as exc:
+        raise RequestError(str(exc)) from exc
+
+
 def text(name: str, value: Any) -> str:
     """A plain string without newline or NUL ('' when not given)."""
     out = "" if value is None else str(value).strip()
@@ -227,6 +240,7 @@ SETTINGS: tuple[Setting, ...] = (
         "workload_records", lambda n, v: one_int(n, v, 0), 0, "records per workload (seeded sample); 0: all"
     ),
     Setting("output_len", choice("fixed", "dataset"), "fixed", "fixed (max_tokens) or dataset (the data's)"),
+    Setting("mix", mix_shares, {}, "share of requests per workload, chat=0.7,code=0.3: search and recommend"),
     # How each level is driven (docs/load.md): closed loop at c in flight unless request_rate.
     Setting(
         "bench_requests",
@@ -311,7 +325,7 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
         values["finalists"] = values["launches"] == 1
     if values.get("search") and values.get("steps_range"):
         values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
-    return Request(values, errors + load_problems(values))
+    return Request(values, errors + load_problems(values) + mix_problems(values))
 
 
 def load_problems(values: Mapping[str, Any]) -> list[str]:
@@ -327,6 +341,19 @@ def load_problems(values: Mapping[str, Any]) -> list[str]:
             f"2 x {max(levels)} = {2 * max(levels)} requests per level (default: 4 x c)"
         ]
     return []
+
+
+def mix_problems(values: Mapping[str, Any]) -> list[str]:
+    """A mix naming a workload the sweep does not measure (each its share is read already)."""
+    shares = values.get("mix") or {}
+    measured = [*(values.get("workloads") or []), *([traffic.NAME] if values.get("workload_file") else [])]
+    missing = [w for w in shares if w not in measured]
+    if not missing:
+        return []
+    return [
+        f"mix: {', '.join(missing)} not among the workloads measured "
+        f"({', '.join(measured) or 'none: set workloads or workload_file'})"
+    ]
 
 
 def unknown_keys(extra_vars: Mapping[str, Any], known: Iterable[str]) -> list[str]:

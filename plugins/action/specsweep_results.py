@@ -127,7 +127,7 @@ class ActionModule(ActionBase):
         entry = {e["config"]["id"]: i for i, e in entries if e["config"]["speculative"]}
         searched = {e["config"]["id"] for e in host_plan["entries"] if e["searched"]}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
-        data = race.samples(race.facts(host_dir), max_launch=launches)
+        data = race.table(race.facts(host_dir), max_launch=launches)
         chosen = race.finalists(data, list(entry))
         out = [
             {**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True), "entry": entry[c]}

@@ -42,7 +42,7 @@ class ActionModule(ActionBase):
         lost = frozenset(plan["sweep"]["hosts"]) - set(task_vars["ansible_play_hosts"])
         asker = Asker(
             Path(where["dir"]), where["host"], where["run_id"], "all" if shard else "host",
-            "" if profile == DEFAULT_PROFILE else profile, lost,
+            "" if profile == DEFAULT_PROFILE else profile, lost, plan["sweep"]["settings"]["mix"],
         )  # fmt: skip
         parallel = len(plan["sweep"]["hosts"]) - len(lost) if shard else 1
         levels = plan["sweep"]["settings"]["concurrency"]

@@ -1,6 +1,7 @@
 """Steady load on the real engine: at -e concurrency=8 the llama.cpp server itself has 8 requests
 in its slots through the measured window (sampled in the host from /slots, not from the client),
-and a level the client did not hold (open-loop arrivals too slow for it) is marked in the table and
+its request rate keeps Little's law (c / mean latency, the goodput recommend reports with it), and a
+level the client did not hold (open-loop arrivals too slow for it) is marked in the table and
 in recommend's JSON, not reported as met."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sweeps import REPO
 from testhosts import NetnsHosts
 
@@ -34,9 +36,9 @@ with open(out, "a") as fh:
 SMALL = ("-e", f"target={HOST}", "-e", "steps=1", "-e", "baseline=false", "-e", "warmup=0")
 
 
-def recommend_json(sweep_dir: Path) -> dict:
+def recommend_json(sweep_dir: Path, *extra: str) -> dict:
     """`python -m analysis recommend DIR --format json` of a one-host sweep."""
-    argv = [sys.executable, "-m", "analysis", "recommend", str(sweep_dir), "--format", "json"]
+    argv = [sys.executable, "-m", "analysis", "recommend", str(sweep_dir), "--format", "json", *extra]
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
@@ -64,7 +66,20 @@ def test_concurrency_8_holds_8_in_the_servers_slots_and_a_level_not_held_is_mark
         assert statistics.mean(busy) >= 7.2, busy  # the server's own count, not the client's
         assert r.achieved_concurrency is not None and r.achieved_concurrency >= 7.2
         assert r.requests_sent == 16 and len(r.requests) == 16 - 2 * 7  # ramp and drain left out
-    assert recommend_json(run.sweep_dir)["by_concurrency"]["8"]["level_reached"] is True
+        # Little's law: served inside the window / its length = in flight / latency. The 2 requests
+        # wholly inside alone read it a quarter of that (2 of about 8 / latency x 2 latencies).
+        assert r.window_requests is not None
+        little = r.achieved_concurrency / statistics.mean(q.e2e_s for q in r.requests)
+        assert abs(r.window_requests / r.duration_s / little - 1) < 0.3, (
+            r.window_requests,
+            r.duration_s,
+            little,
+        )
+    # Every request good under a loose SLO: goodput is the window's request rate.
+    level = recommend_json(run.sweep_dir, "--sla-ttft-p99-ms", "600000")["by_concurrency"]["8"]
+    assert level["level_reached"] is True
+    (r,) = fact.runs
+    assert level["goodput_rps"] == pytest.approx(r.window_requests / r.duration_s, rel=1e-6)
 
     # Open loop, 6 arrivals at 1 per second: never 8 in flight, however slow the machine is.
     slow = run_sweep(sweep_inventory, *SMALL, "-e", "concurrency=8", "-e", "repeats=1",

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from analysis.facts.schema import (
     SCHEMA_VERSION,
     BenchmarkSettings,
@@ -115,6 +117,13 @@ def fact(
         schema_version=SCHEMA_VERSION,
         launch_index=launch_index,
     )
+
+
+def relaunched(facts: list[Fact]) -> list[Fact]:
+    """The facts and each baseline's second launch, as the sweep's end measures it (identical here):
+    the sweep has then measured its launch spread, so verdicts rest on it, not on the launch prior."""
+    again = [msgspec.structs.replace(f, launch_index=2) for f in facts if not f.config.speculative]
+    return [*facts, *again]
 
 
 def crash(cause: str = "crash_during_load") -> Failure:

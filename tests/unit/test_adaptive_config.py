@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from factories import config, fact, run, write_sweep
+from factories import config, fact, relaunched, run, write_sweep
 from sglang_wheel import sglang_adaptive
 
 from analysis import cli
@@ -42,7 +42,7 @@ def sweep(root: Path, model: str = "Kimi-K2.5") -> Path:
         ]
         engine = Engine(name="sglang", model=model, launcher="nohup", version="0.5.23")
         facts.append(fact(config(steps), runs, engine=engine))
-    return write_sweep(root, facts)
+    return write_sweep(root, relaunched(facts))
 
 
 def test_the_file_loads_with_sglangs_loader_and_routes_each_batch_to_its_measured_steps(
@@ -100,7 +100,9 @@ def test_hosts_of_one_model_give_the_union_of_their_steps(
     sweep(tmp_path)
     runs = [run([t], repeat=i, concurrency=1) for i, t in enumerate((140.0, 141.0, 139.0))]
     other = [run([t], repeat=i, concurrency=1) for i, t in enumerate((100.0, 101.0, 99.0))]
-    write_sweep(tmp_path, [fact(config(4), runs, host="gpu-b"), fact(config(), other, host="gpu-b")])
+    write_sweep(
+        tmp_path, relaunched([fact(config(4), runs, host="gpu-b"), fact(config(), other, host="gpu-b")])
+    )
     out = tmp_path / "adaptive.json"
     assert cli.main(["recommend", str(tmp_path / "sweep-1"), "--adaptive-config", str(out)]) == 0
     capsys.readouterr()

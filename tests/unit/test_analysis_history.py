@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from factories import config, crash, fact, run, write_sweep
+from factories import config, crash, fact, relaunched, run, write_sweep
 
 from analysis.cli import main
 from analysis.facts.schema import Engine
@@ -20,8 +20,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def nightly(root: Path, sweep: str, night: int, tps: dict[str, float], *, version: str = "0.5.0",
-            host: str = "gpu-a", failed: tuple[str, ...] = ()) -> Path:  # fmt: skip
-    """One sweep folder: each config at the given tok/s over 3 tight repeats; `failed` crashed."""
+            host: str = "gpu-a", failed: tuple[str, ...] = (), relaunch: bool = False) -> Path:  # fmt: skip
+    """One sweep folder: each config at the given tok/s over 3 tight repeats; `failed` crashed;
+    `relaunch`: the baseline launched again at the end (the sweep then measured its launch spread)."""
     engine = Engine(name="sglang", model="Kimi-K2.5", launcher="nohup", version=version)
     facts = [
         fact(
@@ -35,7 +36,7 @@ def nightly(root: Path, sweep: str, night: int, tps: dict[str, float], *, versio
              started_at=1e9 + night * 86400)
         for name in failed
     ]  # fmt: skip
-    return write_sweep(root, facts)
+    return write_sweep(root, relaunched(facts) if relaunch else facts)
 
 
 def ingest_all(db: Path, *sweeps: Path) -> None:
@@ -247,7 +248,7 @@ def test_a_store_of_the_schema_before_recommendations_is_migrated_and_compared_f
     with sqlite3.connect(db) as conn:
         conn.execute("DROP TABLE recommendations")
         conn.execute("PRAGMA user_version = 2")
-    ingest_all(db, nightly(tmp_path, "n2", 2, {"baseline": 90.0, "s2": 100.5}))
+    ingest_all(db, nightly(tmp_path, "n2", 2, {"baseline": 90.0, "s2": 100.5}, relaunch=True))
     with sqlite3.connect(db) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         stored = conn.execute("SELECT sweep_id, concurrency, config FROM recommendations").fetchall()
@@ -259,7 +260,7 @@ def test_a_store_of_the_schema_before_recommendations_is_migrated_and_compared_f
     ], changes
     assert "- gpu-a sglang Kimi-K2.5: not compared, n1 was ingested before the history kept" in md, md
     # The next night compares with n2: s2 now slower than the baseline, which becomes the answer.
-    ingest_all(db, nightly(tmp_path, "n3", 3, {"baseline": 90.0, "s2": 80.0}))
+    ingest_all(db, nightly(tmp_path, "n3", 3, {"baseline": 90.0, "s2": 80.0}, relaunch=True))
     code, md, junit = regress(db, tmp_path)
     changes = json.loads((tmp_path / "r.json").read_text())["recommendations"]
     assert [(c["change"], c["concurrency"], c["previous"], c["latest"]) for c in changes] == [

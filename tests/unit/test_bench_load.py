@@ -103,6 +103,25 @@ def test_the_window_leaves_out_c_minus_1_at_each_end_of_a_closed_loop() -> None:
     assert from_dict(Run, {"repeat": 1, **run}).achieved_concurrency == run["achieved_concurrency"]
 
 
+@pytest.mark.parametrize("concurrency", [1, 4, 16])
+def test_the_window_request_rate_keeps_littles_law_at_steady_load(concurrency: int) -> None:
+    # A steady closed loop: c slots staggered by 1/c s, each unit 1 s long and replaced at once, so
+    # the server serves c requests a second. Counting only the units wholly inside the window read
+    # (N - 2(c - 1)) / window: 10 / 3.25 s = 3.1 req/s at c = 4.
+    latency, sends = 1.0, 4 * concurrency
+    units = [unit(k * latency / concurrency, k * latency / concurrency + latency) for k in range(sends)]
+    run = bench.level_run(units, bench.Load(concurrency, sends), epoch_offset=0.0)
+    assert run["achieved_concurrency"] == pytest.approx(concurrency)
+    assert run["window_requests"] / run["duration_s"] == pytest.approx(concurrency / latency)
+    assert len(run["requests"]) == sends - 2 * (concurrency - 1)  # the latency sample stays whole units
+
+
+def test_a_unit_of_two_turns_serves_two_requests_spread_over_its_time() -> None:
+    two_turns = bench.Unit(0.0, 2.0, [(result(), None), (result(), None)])
+    assert bench.in_window_requests([two_turns], 1.0, 4.0) == pytest.approx(1.0)
+    assert bench.in_window_requests([unit(0.5, 0.5)], 0.0, 1.0) == 1.0  # an instant unit inside counts whole
+
+
 def test_achieved_concurrency_is_the_time_weighted_mean_in_flight_over_the_window() -> None:
     # c = 3 asked, but a unit is replaced only after a 1 s gap: 3, 3, then 2 in flight.
     units = [unit(0.0, 2.0), unit(0.0, 4.0), unit(0.0, 6.0), unit(3.0, 6.0), unit(5.0, 6.0)]

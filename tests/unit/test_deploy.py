@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
-from factories import config, crash, fact, run, write_sweep
+from factories import config, crash, fact, relaunched, run, write_sweep
 from plugin_loader import REPO, load_plugin
 
 from analysis import cli
@@ -66,7 +66,7 @@ def sweep(tmp_path: Path) -> Path:
         measured(config(5), [], "gpu-a", failure=crash()),
         measured(config(5), [], "gpu-b", failure=crash()),
     ]
-    root = write_sweep(tmp_path, facts)
+    root = write_sweep(tmp_path, relaunched(facts))
     plan(root, ["gpu-a", "gpu-b"], ["baseline", "s3", "s5"])
     return root
 
@@ -138,7 +138,7 @@ def test_levels_with_different_answers_need_a_concurrency(tmp_path: Path) -> Non
         fact(config(3), [run([v], repeat=i, concurrency=c) for c, v in ((1, 150), (8, 50)) for i in range(3)],
              host="h"),
     ]  # fmt: skip
-    root = write_sweep(tmp_path, facts)
+    root = write_sweep(tmp_path, relaunched(facts))
     plan(root, ["h"], ["baseline", "s3"])
     with pytest.raises(
         DeployError, match="recommends s3 at 1, baseline at 8 on h: choose one with -e concurrency"

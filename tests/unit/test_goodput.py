@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 
+import msgspec
 import pandas as pd
 import pytest
 from factories import config, fact, run, write_sweep
@@ -66,6 +67,16 @@ def test_a_request_is_good_when_it_succeeded_within_the_ttft_and_tpot_slos(tmp_p
     assert runs["goodput_rps"].tolist() == [pytest.approx(0.3)]  # 3 good / 10 s
     assert runs["slo_attainment"].tolist() == [pytest.approx(0.5)]  # 3 of the 6 sent
     assert runs["total_tps"].tolist() == [pytest.approx(40.5)]  # (101 * 4 + 1) tokens / 10 s
+
+
+def test_a_steady_load_window_counts_its_straddling_requests_toward_goodput(tmp_path: Path) -> None:
+    # The 6 requests wholly inside a 10 s window, while the client served 9 inside it (ramp and
+    # drain by their share of time): half of them good is 4.5 good requests, not 3.
+    steady = msgspec.structs.replace(measured_run(concurrency=4), window_requests=9.0)
+    result = load_sweeps([write_sweep(tmp_path, [fact(config(2), [steady])])])
+    runs = run_table(result.runs, result.requests, SLA)
+    assert runs["goodput_rps"].tolist() == [pytest.approx(0.45)]
+    assert runs["slo_attainment"].tolist() == [pytest.approx(0.5)]
 
 
 def sglang_goodput() -> ModuleType:

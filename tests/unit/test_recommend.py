@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from factories import config, crash, fact, run, write_sweep
+from factories import config, crash, fact, relaunched, run, write_sweep
 
 from analysis import cli
 from analysis.facts.load import load_sweeps
@@ -49,11 +49,13 @@ def test_the_fastest_config_that_pays_is_recommended_with_the_tables_interval(tm
     """Identical repeats: zero spread, so every interval is exactly its point."""
     rec = recommended(
         tmp_path,
-        [
-            measured(config(), {1: FLAT, 4: (90.0,) * 3}),
-            measured(config(2), {1: (120.0,) * 3, 4: (99.0,) * 3}),
-            measured(config(3), {1: (110.0,) * 3, 4: (108.0,) * 3}),
-        ],
+        relaunched(
+            [
+                measured(config(), {1: FLAT, 4: (90.0,) * 3}),
+                measured(config(2), {1: (120.0,) * 3, 4: (99.0,) * 3}),
+                measured(config(3), {1: (110.0,) * 3, 4: (108.0,) * 3}),
+            ]
+        ),
     )
     one, four = rec.loc[1], rec.loc[4]
     assert (one["config"], one["decode_tps"]) == ("s2", 120.0)
@@ -68,26 +70,30 @@ def test_the_fastest_config_that_pays_is_recommended_with_the_tables_interval(tm
 def test_baseline_where_the_fastest_speculative_config_is_within_noise_of_it(tmp_path: Path) -> None:
     rec = recommended(
         tmp_path,
-        [
-            measured(config(), {1: (100.0, 98.0, 102.0)}),
-            measured(config(2), {1: (103.0, 99.0, 105.0)}),
-            measured(config(4), {1: (80.0, 81.0, 79.0)}),
-        ],
+        relaunched(
+            [
+                measured(config(), {1: (100.0, 98.0, 102.0)}),
+                measured(config(2), {1: (103.0, 99.0, 105.0)}),
+                measured(config(4), {1: (80.0, 81.0, 79.0)}),
+            ]
+        ),
     )
     one = rec.loc[1]
     assert one["config"] == "baseline" and one["within_noise"] == ["s2"]
-    assert one["fastest_config"] == "s2" and one["fastest_speedup_ci_lo"] < 0 < one["fastest_speedup_ci_hi"]
+    assert one["fastest_config"] == "s2" and one["fastest_verdict_ci_lo"] < 0 < one["fastest_verdict_ci_hi"]
     assert one["reason"].startswith("speculation does not pay: the fastest, s2 (+3.0% [")
     assert one["reason"].endswith("]), is within noise of it")
     assert pd.isna(one["speedup_ci_lo"])  # the baseline against itself: no interval
 
 
 def test_a_config_missing_the_sla_is_passed_over_and_none_when_all_miss(tmp_path: Path) -> None:
-    facts = [
-        measured(config(), {1: FLAT}, ttft_s=0.2),
-        measured(config(2), {1: (130.0,) * 3}, ttft_s=0.8),  # fastest, TTFT 800 ms
-        measured(config(3), {1: (115.0,) * 3}, ttft_s=0.3),
-    ]
+    facts = relaunched(
+        [
+            measured(config(), {1: FLAT}, ttft_s=0.2),
+            measured(config(2), {1: (130.0,) * 3}, ttft_s=0.8),  # fastest, TTFT 800 ms
+            measured(config(3), {1: (115.0,) * 3}, ttft_s=0.3),
+        ]
+    )
     one = recommended(tmp_path, facts, Sla(ttft_p99_ms=500)).loc[1]
     assert (one["config"], bool(one["meets_sla"]), one["n_eligible"]) == ("s3", True, 2)
     assert one["goodput_rps"] == pytest.approx(0.1)  # its one request in a 10 s run
@@ -95,7 +101,9 @@ def test_a_config_missing_the_sla_is_passed_over_and_none_when_all_miss(tmp_path
     assert pd.isna(none["config"]) and none["reason"] == "none of the 3 configs that completed meets the SLA"
 
 
-def test_failed_configs_are_never_recommended_and_one_repeat_lets_the_medians_decide(tmp_path: Path) -> None:
+def test_failed_configs_are_never_recommended_and_a_median_alone_never_names_speculation(
+    tmp_path: Path,
+) -> None:
     facts = [
         measured(config(), {1: (100.0,)}),
         measured(config(2), {1: (101.0,)}),
@@ -103,17 +111,56 @@ def test_failed_configs_are_never_recommended_and_one_repeat_lets_the_medians_de
         fact(config(5), [], failure=crash()),
     ]
     one = recommended(tmp_path, facts).loc[1]
-    assert one["config"] == "s2" and pd.isna(one["speedup_ci_lo"])
-    assert one["reason"] == "fastest; +1.0% (no CI) over baseline"
+    assert one["config"] == "baseline" and one["fastest_config"] == "s2", one
+    assert one["reason"] == "speculation not shown to pay: the fastest, s2 (+1.0% (no CI)), has no verdict"
+
+
+def test_a_config_better_than_the_baseline_wins_over_a_faster_median_within_noise(tmp_path: Path) -> None:
+    rec = recommended(
+        tmp_path,
+        relaunched(
+            [
+                measured(config(), {1: (100.0, 100.5, 99.5)}),
+                measured(config(2), {1: (130.0, 90.0, 170.0)}),  # fastest median, all over the place
+                measured(config(3), {1: (115.0, 115.5, 114.5)}),
+            ]
+        ),
+    )
+    one = rec.loc[1]
+    assert (one["config"], one["verdict"]) == ("s3", "better"), one
+    assert one["within_noise"] == ["s2"] and one["reason"].startswith("fastest; +15.0% [")
+
+
+def test_a_point_estimate_the_verdict_does_not_back_leaves_the_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One launch of each: +20% with a tight within-launch CI, but the verdict allows the launch
+    spread such a sweep cannot measure, so it is within noise and the baseline stays."""
+    sweep = write_sweep(tmp_path, [measured(config(), {1: FLAT}), measured(config(2), {1: (120.0,) * 3})])
+    step = build_tables(load_sweeps([sweep])).step
+    s2 = step[step["config"] == "s2"].iloc[0]
+    assert s2["speedup_ci_lo"] > 0 and s2["verdict"] == "within_noise", s2
+    one = recommend(step).set_index("concurrency").loc[1]
+    assert (one["config"], one["within_noise"]) == ("baseline", ["s2"])
+    assert one["reason"].startswith("speculation does not pay: the fastest, s2 (+20.0% [")
+    assert cli.main(["recommend", str(sweep), "--format", "json"]) == 0
+    level = json.loads(capsys.readouterr().out)["by_concurrency"]["1"]
+    assert (level["config"], level["within_noise"]) == ("baseline", ["s2"])
+    assert level["configs"]["s2"]["verdict"] == "within_noise"
+    assert cli.main(["recommend", str(sweep)]) == 0
+    line = capsys.readouterr().out.splitlines()[3]
+    assert line.split()[:2] == ["1", "baseline"] and " s2 " in line, line
 
 
 def adaptive_facts() -> list:
     """Adaptive 5% faster than the best static at 1, 10% slower at 4, within noise at 16."""
-    return [
-        measured(config(), {1: FLAT, 4: FLAT, 16: (100.0, 98.0, 102.0)}),
-        measured(config(2), {1: (120.0,) * 3, 4: (120.0,) * 3, 16: (110.0, 108.0, 112.0)}),
-        measured(ADAPTIVE, {1: (126.0,) * 3, 4: (108.0,) * 3, 16: (111.0, 107.0, 113.0)}),
-    ]
+    return relaunched(
+        [
+            measured(config(), {1: FLAT, 4: FLAT, 16: (100.0, 98.0, 102.0)}),
+            measured(config(2), {1: (120.0,) * 3, 4: (120.0,) * 3, 16: (110.0, 108.0, 112.0)}),
+            measured(ADAPTIVE, {1: (126.0,) * 3, 4: (108.0,) * 3, 16: (111.0, 107.0, 113.0)}),
+        ]
+    )
 
 
 def test_adaptive_is_compared_with_the_best_static_config_per_level(tmp_path: Path) -> None:
@@ -196,7 +243,9 @@ def test_the_report_draws_the_load_plots_for_a_host_group_measured_at_several_le
 def test_without_an_adaptive_arm_or_sla_the_text_shows_dashes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sweep = write_sweep(tmp_path, [measured(config(), {1: FLAT}), measured(config(2), {1: (110.0,) * 3})])
+    sweep = write_sweep(
+        tmp_path, relaunched([measured(config(), {1: FLAT}), measured(config(2), {1: (110.0,) * 3})])
+    )
     assert cli.main(["recommend", str(sweep), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "SLA: no SLA; tok/s: median decode tok/s per request" in out

@@ -15,6 +15,7 @@ import msgspec
 import pytest
 
 from analysis import cli
+from analysis.facts.schema import Fact
 from analysis.search import decide as search_core
 from analysis.search import levels, objective
 from analysis.search import state as search_state
@@ -756,3 +757,79 @@ def test_a_launch_missing_at_one_level_counts_as_failed_there_and_is_never_relau
     d = levels.decide_levels(EIGHT, [1, 4], observations, set(), 1)
     assert d.action == "measure" and d.picks[0].steps != 4
     assert d.levels[4].best is None and d.levels[4].confidence == "every probe failed"
+
+
+def workload_fact(steps: int | None, tps: dict[str, float], repeats: int = 3) -> Fact:
+    """A fact that measured each workload at c = 1, `repeats` times, at its tok/s (+-1%)."""
+    runs = [
+        factories.run([rate * (0.99 + 0.01 * i)], repeat=i, concurrency=1, workload=w)
+        for w, rate in tps.items()
+        for i in range(repeats)
+    ]
+    return factories.fact(factories.config(steps), runs)
+
+
+def test_a_launch_of_several_workloads_is_judged_on_the_mix_per_repeat() -> None:
+    fact = workload_fact(2, {"chat": 90.0, "code": 150.0})
+    shares = {"chat": 0.7, "code": 0.3}
+    got = objective.level_samples(fact, shares)[1]
+    expected = [1 / (0.7 / (90 * f) + 0.3 / (150 * f)) for f in (0.99, 1.0, 1.01)]
+    assert got == pytest.approx(expected)
+    even = objective.level_samples(fact)[1]  # no mix given: equal shares of those measured
+    assert even[1] == pytest.approx(1 / (0.5 / 90 + 0.5 / 150))
+    # A repeat missing one of the mix's workloads gives no sample (it measured only part of it).
+    short = msgspec.structs.replace(
+        fact, runs=[r for r in fact.runs if (r.workload, r.repeat) != ("code", 2)]
+    )
+    assert len(objective.level_samples(short, shares)[1]) == 2
+
+
+@pytest.mark.parametrize(
+    ("shares", "best"), [({"chat": 0.9, "code": 0.1}, "s4"), ({"chat": 0.1, "code": 0.9}, "s2")]
+)
+def test_the_search_optimises_the_operators_mix_not_the_pooled_workloads(
+    tmp_path: Path, shares: dict[str, float], best: str
+) -> None:
+    # s2 loses on chat and wins big on code; s4 gains a little on both. Pooled, s2's samples have
+    # the higher median (120 against 105) whatever the traffic is.
+    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
+    facts = [workload_fact(s, {"chat": chat, "code": code}) for s, (chat, code) in speeds.items()]
+    factories.write_sweep(tmp_path, facts)
+    asker = search_state.Asker(tmp_path / SWEEP, "gpu-a", "run-1", "host", "", mix=shares)
+    observed = search_state.observe(asker, search_state.parse_candidates(json.dumps(candidates())))
+    assert max(["s2", "s4"], key=lambda cid: observed.probes[cid].median) == best
+    assert observed.unit == "decode tok/s / host baseline"  # the baseline judged on the same mix
+    assert observed.probes["s4"].median == pytest.approx(1.05)
+
+
+@pytest.mark.parametrize(("given", "best"), [("chat=0.9,code=0.1", "s4"), ("chat=0.1,code=0.9", "s2")])
+def test_search_next_takes_the_mix_on_its_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, given: str, best: str
+) -> None:
+    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
+    factories.write_sweep(
+        tmp_path, [workload_fact(s, {"chat": a, "code": b}) for s, (a, b) in speeds.items()]
+    )
+    monkeypatch.setattr(
+        sys, "stdin", io.StringIO(json.dumps([{"id": "s2", "steps": 2}, {"id": "s4", "steps": 4}]))
+    )
+    argv = [
+        "next",
+        "--sweep-dir",
+        str(tmp_path / SWEEP),
+        "--host",
+        "gpu-a",
+        "--run-id",
+        "r",
+        "--scope",
+        "host",
+    ]
+    assert cli.main(["search", *argv, "--mix", given]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["action"], answer["best"]) == ("done", best), answer
+    assert f"search over steps 2, 4 on gpu-a on the mix {given}: best {best}" in search_state.render_summary(
+        tmp_path / SWEEP
+    )
+    with pytest.raises(SystemExit):  # argparse's usage error, exit 2
+        cli.main(["search", *argv, "--mix", "chat=0"])
+    assert "each share above 0" in capsys.readouterr().err

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
+from analysis.files import write_json_atomic
 from analysis.redact import REDACTED
+from analysis.report import mix
 from analysis.sweep import plan, request
 
 LLAMA: dict[str, Any] = {
@@ -288,3 +290,25 @@ def test_a_broken_traffic_file_and_a_chat_workload_on_bench_serving_are_refused_
         "does not drive; set benchmark_client to specsweep on g1"
     ]
     assert build([sglang], tmp_path, steps=2, workloads="code")["sweep"]["workloads"] is not None
+
+
+def test_the_mix_asked_for_is_written_into_sweep_json_for_recommend_to_default_to(tmp_path: Path) -> None:
+    built = build([llama()], tmp_path, steps=2, workloads="code", workload_records=3, mix="code=1")
+    sweep_dir = tmp_path / "sw"
+    write_json_atomic(sweep_dir / "sweep.json", plan.document(built)["sweep"])  # as the plan action writes it
+    assert mix.recorded([sweep_dir]) == {"code": 1.0}
+    refused = plan.build(
+        request.read({"workloads": "code", "mix": "chat=1"}), {"h0": llama()}, IDENTITY, tmp_path
+    )
+    assert refused["errors"] == ["mix: chat not among the workloads measured (code)"]
+
+
+def test_a_long_workload_no_tier_of_which_fits_the_hosts_context_is_refused_at_plan_time(
+    tmp_path: Path,
+) -> None:
+    refused = plan.build(
+        request.read({"workloads": "code,long"}), {"h0": llama(ctx_size=1024)}, IDENTITY, tmp_path
+    )
+    assert refused["errors"] == [
+        "workloads: long needs a context of at least 1461 tokens per request; the targeted servers give 1024"
+    ]

@@ -30,30 +30,54 @@ def write(host_dir: Path, *facts: Fact) -> None:
         (host_dir / f"{order.fact_name(f.config.id, f.launch_index)}.json").write_text(json.dumps(to_dict(f)))
 
 
+# Launch 1 of four configs, and launch 2 of the baseline and s1: the sweep has measured launch spread.
+FIRST = [
+    launch(None, [100, 101, 99]),
+    launch(1, [140, 142, 141]),
+    launch(2, [90, 91, 89]),
+    launch(3, [139, 150, 128]),
+]
+SECOND = [launch(None, [100, 102, 98], k=2), launch(1, [141, 140, 142], k=2)]
+
+
 def test_a_config_clearly_slower_than_the_best_is_raced_out() -> None:
-    data = race.samples([
-        launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [90, 91, 89]),
-        launch(3, [139, 150, 128]),
-    ])  # fmt: skip
-    assert race.raced_out(data, "s1") is None  # the best
-    why = race.raced_out(data, "s2")
-    assert why is not None and why.startswith("c=1: -36.") and why.endswith("vs s1")
-    assert race.raced_out(data, "s3") is None  # within noise of the best
-    assert race.raced_out(data, "baseline") is not None  # the rule holds for it too; the sweep never asks
-    assert race.finalists(data, ["s1", "s2", "s3"]) == ["s1", "s3"]
+    step = race.table([*FIRST, *SECOND])
+    assert race.raced_out(step, "s1") is None  # the best
+    why = race.raced_out(step, "s2")
+    assert why is not None and why.startswith("c=1: -36.2% [-37.") and why.endswith("vs s1"), why
+    assert race.raced_out(step, "s3") is None  # within noise of the best
+    assert race.raced_out(step, "baseline") is not None  # the rule holds for it too; the sweep never asks
+    assert race.finalists(step, ["s1", "s2", "s3"]) == ["s1", "s3"]
+
+
+def test_racing_drops_a_config_only_where_the_report_says_it_is_slower_than_the_best() -> None:
+    # One launch each: the table allows the launch spread measured elsewhere, so -36% is within noise
+    # of the best there, and racing (the table's own interval) drops nothing.
+    step = race.table(FIRST)
+    s2 = step[step["config"] == "s2"].iloc[0]
+    assert (s2["ci_basis"], bool(s2["tie_best"])) == ("within_launch", True), s2
+    assert race.raced_out(step, "s2") is None
+    assert race.finalists(step, ["s1", "s2", "s3"]) == ["s1", "s2", "s3"]
+    # Racing reads the report's table: what it drops is what the table marks as clearly slower.
+    both = race.table([*FIRST, *SECOND])
+    slower = both.loc[both["vs_best_ci_hi"] < 0, "config"]
+    assert sorted(slower) == ["baseline", "s2"]
+    assert [c for c in both["config"] if race.raced_out(both, c)] == ["baseline", "s2"]
 
 
 def test_no_interval_no_race_and_a_level_it_may_win_keeps_it() -> None:
-    one_repeat = race.samples([launch(1, [140, 141]), launch(2, [90])])
+    # One repeat and no launch spread measured: the table has no interval for it.
+    one_repeat = race.table([launch(1, [140, 141]), launch(2, [90])])
+    assert one_repeat.loc[one_repeat["config"] == "s2", "vs_best_ci_hi"].isna().all()
     assert race.raced_out(one_repeat, "s2") is None
     # Slower at concurrency 1, the best at 4: it may still win there.
-    both = race.samples([
-        launch(1, [140, 141, 142]), launch(2, [90, 91, 92]),
+    both = race.table([
+        *SECOND, launch(1, [140, 141, 142]), launch(2, [90, 91, 92]),
         launch(1, [300, 301, 302], concurrency=4), launch(2, [400, 401, 399], concurrency=4),
     ])  # fmt: skip
     assert race.raced_out(both, "s2") is None
-    assert race.raced_out(race.samples([]), "s2") is None
-    assert race.finalists(race.samples([]), ["s1"]) == []
+    assert race.raced_out(race.table([]), "s2") is None
+    assert race.finalists(race.table([]), ["s1"]) == []
 
 
 def start(sweep: Path, config_id: str, k: int, race_on: bool = True) -> dict:
@@ -63,7 +87,7 @@ def start(sweep: Path, config_id: str, k: int, race_on: bool = True) -> dict:
 
 def test_a_raced_launch_is_not_run_but_recorded_and_resume_passes_it(tmp_path: Path) -> None:
     host = tmp_path / "h"
-    write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [90, 91, 89]))
+    write(host, *FIRST[:3], SECOND[0])
     (host / "s2.json").unlink()
     assert start(tmp_path, "s2", 1)["measure"] is True  # launch 1 is never raced
     write(host, launch(2, [90, 91, 89]))
@@ -77,14 +101,14 @@ def test_a_raced_launch_is_not_run_but_recorded_and_resume_passes_it(tmp_path: P
     assert skipped.raced_out is not None and skipped.config.id == "s2"
     # A resumed run does not launch it either, raced or not now.
     assert start(tmp_path, "s2", 2, race_on=False)["specsweep_say"].endswith(
-        "s2.launch2: measured already, skipped; 3 measured here (0 failed)"
+        "s2.launch2: measured already, skipped; 4 measured here (0 failed)"
     )
 
 
 def test_the_end_of_sweep_line_counts_the_launches_racing_saved(tmp_path: Path) -> None:
     host = tmp_path / "h"
     assert race.saved(tmp_path, ["h"]) == ""
-    write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [90, 91, 89]))
+    write(host, *FIRST[:3], SECOND[0])
     start(tmp_path, "s2", 2)
     start(tmp_path, "s2", 3)
     # The factories' launches took 1 s each; a CPU host has no GPU-minutes to save.
@@ -118,9 +142,10 @@ def test_the_end_of_sweep_line_names_the_finalists_launches(tmp_path: Path) -> N
 
 def test_the_results_action_names_launch_k_and_picks_the_finalists(tmp_path: Path) -> None:
     host = tmp_path / "localhost"
-    # s1 best, s2 (a step search's probe) within noise of it, s3 clearly slower.
+    # s1 best, s2 (a step search's probe) within noise of it, s3 slower even allowing for the launch
+    # spread one launch each cannot measure (the table's prior).
     write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [139, 143, 138]))
-    write(host, launch(3, [90, 91, 89]))
+    write(host, launch(3, [30, 31, 29]))
     entries = [
         {"config": {"id": cid, "speculative": cid != "baseline"}, "searched": cid == "s2"}
         for cid in ("baseline", "s1", "s2", "s3")

@@ -19,7 +19,7 @@ DEFAULTS = {
     "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
     "launches": 1, "order": "random", "order_seed": None, "baseline_every": 10, "race": False,
     "finalists": True,  # decided: one launch -> the finalists are launched again
-    "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed",
+    "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed", "mix": {},
     "bench_requests": None, "bench_duration_s": None, "request_rate": None, "seed": 42,
     "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
     "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
@@ -203,6 +203,38 @@ def test_the_load_settings_are_read_as_the_client_takes_them() -> None:
     ],
 )  # fmt: skip
 def test_load_settings_that_cannot_go_together_are_refused_at_plan_time(
+    given: dict[str, Any], error: str
+) -> None:
+    assert request.read(given).errors == [error]
+
+
+def test_a_mix_is_read_as_shares_of_requests_from_text_or_a_mapping() -> None:
+    req = request.read({"workloads": "chat,code", "mix": "chat=7,code=3"})
+    assert (req["mix"], req.errors) == (pytest.approx({"chat": 0.7, "code": 0.3}), [])
+    given = {"workloads": ["chat", "code"], "mix": {"chat": 1, "code": 1}}
+    assert request.read(given)["mix"] == {"chat": 0.5, "code": 0.5}
+    # The operator's own traffic is the workload `file`.
+    assert (
+        request.read({"workload_file": "/t.jsonl", "workloads": "chat", "mix": "file=1,chat=1"}).errors == []
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ({"workloads": "chat,code", "mix": "chat=0.7,math=0.3"},
+         "mix: math not among the workloads measured (chat, code)"),
+        ({"mix": "chat=1"},
+         "mix: chat not among the workloads measured (none: set workloads or workload_file)"),
+        ({"workloads": "chat,code", "mix": "chat=1,code=0"},
+         "mix: 'code=0' is not workload=share (e.g. chat=0.7,code=0.3, each share above 0)"),
+        ({"workloads": "chat", "mix": {"chat": -1}},
+         "mix: 'chat=-1' is not workload=share (e.g. chat=0.7,code=0.3, each share above 0)"),
+        ({"workloads": "chat", "mix": "chat"},
+         "mix: 'chat' is not workload=share (e.g. chat=0.7,code=0.3, each share above 0)"),
+    ],
+)  # fmt: skip
+def test_a_mix_naming_an_unmeasured_workload_or_a_share_not_above_0_is_refused(
     given: dict[str, Any], error: str
 ) -> None:
     assert request.read(given).errors == [error]

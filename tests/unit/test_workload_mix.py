@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
-from factories import config, fact, run, write_sweep
+from factories import config, fact, relaunched, run, write_sweep
 
 from analysis import cli
 from analysis.facts.load import load_sweeps
@@ -29,7 +31,7 @@ def workload_sweep(root: Path) -> Path:
             for i in range(3)
         ]
         facts.append(fact(config(steps), runs))
-    return write_sweep(root, facts)
+    return write_sweep(root, relaunched(facts))
 
 
 def recommend_json(sweep: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
@@ -85,7 +87,8 @@ def test_a_mix_of_a_workload_not_measured_is_refused(
 def test_facts_without_workloads_answer_as_before(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runs = [run([100.0 + i], repeat=i, concurrency=1) for i in range(3)]
     sweep = write_sweep(
-        tmp_path, [fact(config(), runs), fact(config(2), [run([150.0 + i], repeat=i) for i in range(3)])]
+        tmp_path,
+        relaunched([fact(config(), runs), fact(config(2), [run([150.0 + i], repeat=i) for i in range(3)])]),
     )
     doc = recommend_json(sweep, capsys)
     assert "by_workload" not in doc and "mix" not in doc
@@ -99,3 +102,33 @@ def test_the_report_has_a_table_per_workload_with_its_accept_length(
     out = capsys.readouterr().out
     for workload in ("chat", "code"):
         assert f"| workload {workload} | concurrency 1" in out, out
+
+
+def test_recommend_defaults_to_the_mix_the_sweep_asked_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sweep = workload_sweep(tmp_path)
+    assert recommend_json(sweep, capsys)["by_concurrency"]["1"]["config"] == "s2"  # equal shares: s2 gains
+    (sweep / "sweep.json").write_text(json.dumps({"settings": {"mix": {"chat": 0.9, "code": 0.1}}}))
+    asked = recommend_json(sweep, capsys)
+    assert asked["mix"] == pytest.approx({"chat": 0.9, "code": 0.1})
+    assert asked["by_concurrency"]["1"]["config"] == "baseline"
+    assert recommend_json(sweep, capsys, "--mix", "code=1")["by_concurrency"]["1"]["config"] == "s2"
+
+
+def test_sweeps_asking_for_different_mixes_are_refused_without_one_given(tmp_path: Path) -> None:
+    one, other = tmp_path / "a", tmp_path / "b"
+    for folder, shares in ((one, {"chat": 1.0}), (other, {"code": 1.0})):
+        folder.mkdir()
+        (folder / "sweep.json").write_text(json.dumps({"settings": {"mix": shares}}))
+    with pytest.raises(mix.MixError, match="different mixes"):
+        mix.recorded([one, other])
+    assert mix.recorded([one, one]) == {"chat": 1.0}
+    assert mix.recorded([tmp_path]) is None  # a folder without sweep.json names none
+
+
+def test_the_mix_rate_is_the_request_weighted_harmonic_mean_and_needs_every_workload() -> None:
+    rows = pd.DataFrame({"key": [1, 1, 2], "workload": ["chat", "code", "chat"], "rate": [90.0, 150.0, 90.0]})
+    got = mix.rates(rows, {"chat": 0.7, "code": 0.3}, ["key"])
+    assert got[1] == pytest.approx(1 / (0.7 / 90 + 0.3 / 150))
+    assert np.isnan(got[2])  # no code measured for key 2

@@ -150,6 +150,17 @@ def test_the_long_tiers_fit_the_context() -> None:
         shipped.read("long", shipped.Options(False, 96, 512))
 
 
+@pytest.mark.parametrize(
+    ("context", "tiers"), [(4096, {1024}), (8192, {1024, 4096}), (16384, {1024, 4096, 8192})]
+)
+def test_every_long_record_leaves_room_for_its_output_in_the_context(context: int, tiers: set[int]) -> None:
+    # The tiers are cut to fit: a larger context gives the larger tiers, and every record's input
+    # (by the controller's estimate) plus the output it generates stays inside the context.
+    found = shipped.read("long", shipped.Options(False, 512, context))
+    assert {int(r["id"].rsplit("@", 1)[1]) for r in found} == tiers
+    assert max(records.approx_tokens(records.input_text(r)) for r in found) + 512 < context
+
+
 def test_a_built_sweep_names_each_set_by_source_count_and_hash(tmp_path: Path) -> None:
     path = write(tmp_path, "t.jsonl", [openai() for _ in range(30)])
     built = build.build(

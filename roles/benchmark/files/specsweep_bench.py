@@ -401,6 +401,13 @@ def window(units: list[Unit], load: Load) -> tuple[float, float]:
     return opens, closes
 
 
+def _spread(count: float, lo: float, hi: float, opens: float, closes: float) -> float:
+    """The share of `count`, spread evenly over [lo, hi], that falls inside [opens, closes]."""
+    if hi > lo:
+        return count * _overlap(lo, hi, opens, closes) / (hi - lo)
+    return count if opens <= lo <= closes else 0.0
+
+
 def in_window_tokens(units: list[Unit], opens: float, closes: float) -> float:
     """Output tokens generated inside the window: each unit's tokens spread evenly from its first
     token to its end (the throughput of the window, whatever units straddle its edges)."""
@@ -408,12 +415,16 @@ def in_window_tokens(units: list[Unit], opens: float, closes: float) -> float:
     for u in units:
         tokens = sum(r["output_tokens"] for r, _ in u.outcomes if r["error"] is None)
         first = u.sent + (u.outcomes[0][0]["ttft_s"] if u.outcomes else 0.0)
-        span = u.done - first
-        if span > 0:
-            total += tokens * _overlap(first, u.done, opens, closes) / span
-        elif opens <= first <= closes:
-            total += tokens
+        total += _spread(tokens, first, u.done, opens, closes)
     return total
+
+
+def in_window_requests(units: list[Unit], opens: float, closes: float) -> float:
+    """Requests served inside the window: each unit's requests spread evenly from its send to its
+    end. Counting only the units wholly inside drops the c - 1 straddling each edge, which reads a
+    closed loop's request rate low by about 2(c - 1) units per window; this keeps Little's law
+    (rate = mean in flight / mean latency)."""
+    return sum(_spread(len(u.outcomes), u.sent, u.done, opens, closes) for u in units)
 
 
 def level_run(units: list[Unit], load: Load, epoch_offset: float) -> Doc:
@@ -438,6 +449,7 @@ def level_run(units: list[Unit], load: Load, epoch_offset: float) -> Doc:
         "window_start_at": opens + epoch_offset,
         "window_end_at": closes + epoch_offset,
         "window_output_tokens": in_window_tokens(units, opens, closes),
+        "window_requests": in_window_requests(units, opens, closes),
     }
 
 
