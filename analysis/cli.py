@@ -17,7 +17,7 @@ SUBCOMMANDS = {
     "regress": "nightly.regress",
     "search": "search.cli",
     "settings": "sweep.settings_doc",
-    "deployed": "deploy.store",
+    "deployed": "deploy.deployed",
 }
 
 

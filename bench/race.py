@@ -9,7 +9,7 @@ kind of launch-to-launch moves issue 24 reports). A launch takes the mean time o
 and holds as many GPUs as their hosts had.
 
 Each trial runs a sweep of `launches` rounds in a seeded random order (analysis.sweep.order); with
-racing, a speculative config's launch k >= 2 is skipped when analysis.sweep.race.raced_out says so
+racing, a speculative config's launch k >= 2 is skipped when analysis.running.race.raced_out says so
 from the launches so far (the sweep's own rule, on the report's step table of them). Columns:
 launches planned and run (median), saved (share of launches), GPU-min saved per sweep, and the
 risk: best lost = share of trials where a config that is truly the best at some level was raced
@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.report.compare import step_table
-from analysis.sweep import order, race
+from analysis.running import race
+from analysis.sweep import order
 
 # The shared folder beside the repository (as CI lays it): the captured H200 sweep.
 DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "gpu-run" / "captured" / "h200-ngram" / "localhost"

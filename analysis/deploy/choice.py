@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.facts.load import LoadResult, load_sweeps
-from analysis.facts.schema import REDACTED
+from analysis.redact import REDACTED
 from analysis.report import mix as traffic
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend

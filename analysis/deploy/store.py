@@ -1,22 +1,14 @@
 """What runs where: one row per host each time deploy.yml put a config into production there (its
-gates passed), in the history store's `deployments` table; and the `deployed` subcommand.
-
-    python -m analysis deployed [--history DB] [--format text|json]
-
-lists, per host, the latest deployment: config, sweep, argv hash, port, launcher, when, the gate's
-figures against the sweep's, and whether the recommendation has moved since: the newest sweep in the
-store that measured the host at that load level (`ingest`, the nightly's) recommends another config
-that is more than MOVED_PCT % faster there than the deployed one (information, never a failure).
+gates passed), in the history store's `deployments` table, and whether the recommendation has moved
+since: the newest sweep in the store that measured the host at that load level (`ingest`, the
+nightly's) recommends another config that is more than MOVED_PCT % faster there than the deployed
+one (information, never a failure). The `deployed` subcommand (analysis.deploy.deployed) prints it.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import sqlite3
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -35,10 +27,6 @@ CREATE TABLE IF NOT EXISTS deployments (
     {", ".join(f"{name} {kind}" for name, kind in VALUES.items())},
     PRIMARY KEY (host, deployed_at));
 """
-SHOWN = [
-    "host", "config", "sweep_id", "concurrency", "port", "launcher", "argv_sha256", "deployed", "gate",
-    "recommended_now",
-]  # fmt: skip
 # % by which the newest recommendation must beat the deployed config, in the same sweep, to say redeploy.
 MOVED_PCT = 5.0
 
@@ -73,20 +61,6 @@ def latest(conn: sqlite3.Connection) -> pd.DataFrame:
     table = pd.read_sql("SELECT * FROM deployments", conn)
     table = table.sort_values("deployed_at").drop_duplicates("host", keep="last")
     return table.sort_values("host").reset_index(drop=True)
-
-
-def deployed_configs(path: Path) -> dict[str, str]:
-    """Per host, the config of its latest deployment in the store at `path` ({} without a store)."""
-    from analysis.nightly.history import connect
-
-    if not path.is_file():
-        return {}
-    conn = connect(path)
-    try:
-        table = latest(conn)
-    finally:
-        conn.close()
-    return dict(zip(table["host"], table["config"], strict=True))
 
 
 def moved(conn: sqlite3.Connection, deployed: pd.DataFrame, sweep_id: str | None = None) -> pd.DataFrame:
@@ -128,64 +102,3 @@ def recommended_now(r: pd.Series) -> str:
         return f"same ({r['newest_sweep']})"
     gain = "not measured there" if pd.isna(r["moved_pct"]) else f"{r['moved_pct']:+.1f}%"
     return f"{r['newest_config']} ({r['newest_sweep']}, {gain}){': redeploy' if r['redeploy'] else ''}"
-
-
-def _gate(r: pd.Series) -> str:
-    """The gate's figures in a few words."""
-    accept = "" if pd.isna(r["gate_accept_length"]) else f", accept {r['gate_accept_length']:.2f}"
-    sweep = f"sweep {r['sweep_tok_s']:.1f}, floor {r['gate_tok_s_floor']:.1f}"
-    return f"{r['gate_tok_s']:.1f} tok/s ({sweep}){accept}"
-
-
-def table_text(table: pd.DataFrame) -> str:
-    """The latest deployments as an aligned text table."""
-    if table.empty:
-        return "nothing deployed yet\n"
-    shown = table.assign(
-        deployed=pd.to_datetime(table["deployed_at"], unit="s", utc=True).dt.strftime("%Y-%m-%d %H:%M:%SZ"),
-        argv_sha256=table["argv_sha256"].str[:12],
-        gate=table.apply(_gate, axis=1),
-        recommended_now=table.apply(recommended_now, axis=1),
-    )
-    return shown[SHOWN].to_string(index=False) + "\n"
-
-
-def add_parser(subparsers: Any) -> None:
-    """Register `deployed` on the CLI's subparsers."""
-    from analysis.nightly.history import add_history_option
-
-    parser = subparsers.add_parser(
-        "deployed",
-        help="what deploy.yml put into production on each host",
-        description="Per host, the latest deployment recorded in the history store: config, sweep, argv "
-        "hash, port and the gate's figures.",
-    )
-    add_history_option(parser)
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="default: text")
-    parser.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    """Print the latest deployment per host; exit 2 when the store cannot be read."""
-    from analysis.nightly.history import HistoryError, connect
-
-    if not args.history.is_file():
-        print(
-            f"{args.history}: no history store (deploy.yml writes one next to the sweep's results)",
-            file=sys.stderr,
-        )
-        return 2
-    try:
-        conn = connect(args.history)
-    except HistoryError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    try:
-        table = moved(conn, latest(conn))
-    finally:
-        conn.close()
-    if args.format == "json":
-        sys.stdout.write(json.dumps(json.loads(table.to_json(orient="records")), indent=2) + "\n")
-    else:
-        sys.stdout.write(table_text(table))
-    return 0

@@ -8,7 +8,6 @@ malformed fact fails here, loudly, not in next week's report), redacts secrets a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,9 @@ from analysis.facts.schema import (
     Fact,
     Failure,
     from_dict,
-    redact_argv,
-    redact_env,
     to_dict,
 )
+from analysis.redact import redact_argv, redact_env
 
 # Room a fact may take: one is ~120 KB at 3 load levels x 3 repeats (the H200 run's); texts grow with
 # max_tokens. The plan files and the report's own come on top.
@@ -43,19 +41,6 @@ def space_problem(folder: Path, facts: int) -> str | None:
         f"results_dir: {existing} has {free / 2**20:.1f} MiB free, and this sweep's {facts} fact(s) need "
         f"about {need / 2**20:.0f} MiB; free some space or give another -e results_dir"
     )
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temp file and rename: a reader never sees half a document, and a write
-    that fails (a full disk) leaves no temp file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:

@@ -10,7 +10,6 @@ the previous version; a new field with a default is compatible (older facts load
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -21,11 +20,6 @@ SCHEMA_VERSION = 1
 
 Status = Literal["ok", "failed", "skipped"]
 EngineName = Literal[ENGINES]
-
-# Env/argv values whose name matches this are secrets: never written to disk.
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL)", re.IGNORECASE)
-SECRET_FLAGS = frozenset({"--api-key", "--admin-api-key"})
-REDACTED = "<redacted>"
 
 T = TypeVar("T")
 
@@ -293,24 +287,3 @@ def decode_fact(raw: bytes) -> Fact:
 def to_dict(part: msgspec.Struct) -> dict[str, Any]:
     """A fact (or a part of one) as plain JSON types, for writing; the inverse of load_fact."""
     return msgspec.to_builtins(part)
-
-
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """Environment with secret-looking values replaced."""
-    return {k: (REDACTED if SECRET_NAME.search(k) else v) for k, v in env.items()}
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """argv with the value after a secret flag (or inside --flag=value) replaced."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        flag = arg.split("=", 1)[0]
-        if hide_next:
-            out.append(REDACTED)
-        elif flag in SECRET_FLAGS and "=" in arg:
-            out.append(f"{flag}={REDACTED}")
-        else:
-            out.append(arg)
-        hide_next = arg in SECRET_FLAGS
-    return out

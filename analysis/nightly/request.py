@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from analysis.nightly.settings import Settings
-from analysis.sweep.request import BY_NAME
+from analysis.sweep.request import BY_NAME, sla_options
 
 DEFAULTS: dict[str, Any] = {
     # The grid: the sweep's settings of the same names (analysis.sweep.request).
@@ -83,3 +84,53 @@ def sweep_request(
     # night's recommendation has moved from what production runs, on that night's numbers.
     own = {"host_configs": {host: [config] for host, config in (deployed or {}).items()}}
     return {**once, **grid, **own, "mode": "replicate", "sweep_id": now.strftime("nightly-%Y%m%dT%H%M%SZ")}
+
+
+def history_path(history: str | None, results_dir: str | None, repo: str) -> str:
+    """The history store a night is added to: -e nightly_history, else history.sqlite in the
+    results folder (-e results_dir, else the repo's results/)."""
+    return history or f"{results_dir or os.path.join(repo, 'results')}/history.sqlite"
+
+
+def commands(night: Mapping[str, Any]) -> dict[str, Any]:
+    """The night's analysis commands (`report`, `ingest`, `regress` argv) and where they write
+    (`history`, `out`), for playbooks/nightly.yml.
+
+    night: `python` (the controller's), `sweep` (the plan's: dir, id, settings), `overrides`
+    (specsweep_nightly), and -e's `history`, `reports_dir` and `prometheus` (None or empty: the
+    history and reports next to the results folder, no textfile).
+    """
+    sweep = night["sweep"]
+    results = os.path.dirname(sweep["dir"])
+    history = history_path(night.get("history"), results, "")
+    out = f"{night.get('reports_dir') or f'{results}/nightly/reports'}/{sweep['id']}"
+    analysis = [night["python"], "-m", "analysis"]
+    # The sweep's SLOs reach the report and the stored recommendation (none when unset).
+    sla = sla_options(sweep["settings"])
+    prometheus = ["--prometheus", night["prometheus"]] if night.get("prometheus") else []
+    files = [
+        "--markdown",
+        f"{out}/regress.md",
+        "--junit",
+        f"{out}/regress.xml",
+        "--json",
+        f"{out}/regress.json",
+    ]
+    rules = regress_options(settings(night.get("overrides")))
+    return {
+        "history": history,
+        "out": out,
+        "report": [*analysis, "report", sweep["dir"], "--out", out, *sla],
+        "ingest": [*analysis, "ingest", sweep["dir"], "--history", history, *sla],
+        "regress": [
+            *analysis,
+            "regress",
+            "--history",
+            history,
+            "--latest",
+            sweep["id"],
+            *rules,
+            *files,
+            *prometheus,
+        ],
+    }

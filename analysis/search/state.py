@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis.facts.record import write_json_atomic
 from analysis.facts.schema import Fact, SchemaError, load_fact
+from analysis.files import write_json_atomic
 from analysis.search.decide import Decision, Probe, decide, median_interval
 from analysis.search.levels import LevelsDecision, decide_levels
 from analysis.search.objective import decode_samples, level_probes, level_samples, levels_of, probe_of

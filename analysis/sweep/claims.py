@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.facts.record import write_json_atomic
+from analysis.files import write_json_atomic
 
 NOTE = "claim.json"
 

@@ -6,7 +6,8 @@ add_measurement_options), so one argv builder serves the benchmark role's two cl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 CLIENTS = ("specsweep", "sglang")
@@ -50,3 +51,14 @@ LOAD_OPTIONS = {"requests": "--requests", "duration_s": "--duration-s", "request
 def load_options(s: Mapping[str, Any]) -> list[str]:
     """The load options that are set (unset: None, or '' as a template renders it)."""
     return [f"{flag}={s[key]}" for key, flag in LOAD_OPTIONS.items() if s.get(key) not in (None, "")]
+
+
+def installed_files(install: Mapping[str, Any]) -> dict[str, str]:
+    """Each of the benchmark role's `files` at its host path under `work_dir` with the sha1 of its
+    controller text (`texts`, in the files' order): what specsweep_host_facts compares, so a host
+    that has them all copies nothing."""
+    texts: Sequence[str] = install["texts"]
+    return {
+        f"{install['work_dir']}/{f['dest']}": hashlib.sha1(text.encode()).hexdigest()
+        for f, text in zip(install["files"], texts, strict=True)
+    }

@@ -261,6 +261,8 @@ class Engine:
             "url": f"http://{host}:{port}",
             "health_timeout_s": timeout,
             "api_key": s.get("api_key") or "",
+            # The engine's own Python (SGLang's environment; None for llama.cpp): bench_serving runs there.
+            "python": _text(s, "python"),
         }
 
 

@@ -52,3 +52,17 @@ def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log
         "failure": failure,
         "launch_index": int(run.get("launch_index") or 1),
     }
+
+
+def stop_now(after: Mapping[str, Any]) -> bool:
+    """Whether this launch's server stops now, once its fact is recorded.
+
+    A good measurement's nohup server is left for the next launch to replace (its stop and the new
+    start in one round trip; the end of the sweep stops the last one). A failure, a systemd unit,
+    a multi-node pair or a step search (whose host may wait for others) stops now.
+    after: `status` (the recorded fact's; None when none was), `launcher` (the handle's), `host`
+    (the plan's: follows, followed_by) and `search` (a step search).
+    """
+    host = after["host"]
+    kept = after.get("status") == "ok" and after.get("launcher") == "nohup"
+    return not kept or host["follows"] is not None or bool(host["followed_by"]) or bool(after["search"])

@@ -17,11 +17,10 @@ from typing import Any
 
 import msgspec
 
-from analysis.facts.schema import REDACTED, redact_argv, redact_env
+from analysis.redact import REDACTED, redact_argv, redact_env
 from analysis.sweep import adaptive, order
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
-from analysis.sweep.progress import duration
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
@@ -51,6 +50,18 @@ class Identity:
     git_rev: str | None
     repo: str
     started_at: float  # epoch seconds: facts written since belong to this run
+
+
+def duration(seconds: float) -> str:
+    """A duration as people say it."""
+    minutes = seconds / 60
+    return (
+        f"{seconds:.0f} s"
+        if minutes < 2
+        else f"{minutes:.0f} min"
+        if minutes < 120
+        else f"{minutes / 60:.1f} h"
+    )
 
 
 def _host_plan(

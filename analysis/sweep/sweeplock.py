@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.facts.schema import redact_argv, redact_env
+from analysis.redact import redact_argv, redact_env
 from analysis.sweep import identity
 
 # The request settings a fact's benchmark records (schema.BenchmarkSettings).

@@ -25,7 +25,8 @@ from ansible.utils.vars import combine_vars, load_extra_vars
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.facts.record import space_problem, write_json_atomic
+from analysis.facts.record import space_problem
+from analysis.files import write_json_atomic
 from analysis.sweep import hostvars, identity, plan, request, sweeplock
 from analysis.sweep.engines import ENGINES
 

@@ -17,8 +17,9 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis import cli
+from analysis.running import progress, race
 from analysis.search.state import render_summary
-from analysis.sweep import progress, race, request
+from analysis.sweep import request
 
 
 class ActionModule(ActionBase):

@@ -8,7 +8,7 @@ AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
 - kept: record the facts an earlier run of the sweep kept on this host, and remove the host's copies;
 - preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json);
 - unrecorded: which of these launches no host has a fact of yet (shard mode's last pass);
-- finalists: which configs to launch once more before a winner is named (analysis.sweep.race).
+- finalists: which configs to launch once more before a winner is named (analysis.running.race).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from ansible.plugins.action import ActionBase
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts import record
 from analysis.facts.schema import SchemaError, load_fact, to_dict
-from analysis.sweep import lease, order, outcome, progress, race
+from analysis.files import write_json_atomic
+from analysis.running import progress, race
+from analysis.sweep import lease, order, outcome
 
 KINDS = ("start", "fact", "kept", "preflight", "unrecorded", "finalists")
 
@@ -100,7 +102,7 @@ class ActionModule(ActionBase):
         except (KeyError, TypeError, ValueError) as exc:
             raise AnsibleActionFail(f"{path}: not a valid fact: {exc}") from None  # the message says it all
         try:
-            record.write_json_atomic(path, to_dict(fact))
+            write_json_atomic(path, to_dict(fact))
         except OSError as exc:
             # A full or read-only results disk: the measurement stays on the host (the task after this
             # one copies it there), the run's end lists it, and -e resume records it (`kept`).
@@ -109,7 +111,8 @@ class ActionModule(ActionBase):
                 f"{where['host']}/{config_id}: fact not written to {path}: {exc.strerror or exc}; kept on "
                 f"{where['host']} at {dest}; free space, then -e resume={fact.sweep_id} records it"
             )
-            kept = {"name": path.stem, "dest": dest, "content": json.dumps(to_dict(fact), indent=1)}
+            note = {"name": path.stem, "dest": dest}  # what the run's end lists (specsweep_report)
+            kept = {**note, "note": note, "content": json.dumps(to_dict(fact), indent=1)}
             return {"changed": False, "status": "kept", "kept": kept, "specsweep_say": say}
         if where.get("followed"):
             # This run's marker (an earlier run's fact must not release the followers).
@@ -150,7 +153,7 @@ class ActionModule(ActionBase):
             name = order.fact_name(fact.config.id, fact.launch_index)
             path = Path(where["dir"], where["host"], f"{name}.json")
             try:
-                record.write_json_atomic(path, to_dict(fact))
+                write_json_atomic(path, to_dict(fact))
             except OSError as exc:
                 raise AnsibleActionFail(
                     f"{where['host']}/{name}: kept fact not written to {path}: {exc.strerror or exc}; "
@@ -194,6 +197,6 @@ class ActionModule(ActionBase):
         problems = [*host_plan.get("problems", []), *found.get("problems", [])]
         preflight = {**found, "problems": problems, "engine": host_plan["engine"]}
         if not self._task.check_mode:
-            record.write_json_atomic(Path(args["path"]), preflight)
+            write_json_atomic(Path(args["path"]), preflight)
         say = "; ".join(problems) if problems else ""
         return {"changed": False, "record": preflight, "problems": problems, "specsweep_say": say}

@@ -1,15 +1,16 @@
-"""The benchmark client's argv as a filter: `{{ benchmark_settings | specsweep_client_argv }}`."""
+"""The benchmark client's argv and installed files as filters:
+`{{ benchmark_settings | specsweep_client_argv }}`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.sweep.client import client_argv
+from analysis.sweep.client import client_argv, installed_files
 
 
 class FilterModule:
     """Ansible entry point."""
 
     def filters(self) -> dict[str, Any]:
-        return {"specsweep_client_argv": client_argv}
+        return {"specsweep_client_argv": client_argv, "specsweep_installed_files": installed_files}

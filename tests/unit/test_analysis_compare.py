@@ -88,7 +88,7 @@ def test_configs_within_noise_of_the_best_are_marked_tied(tmp_path: Path) -> Non
     t = tables(tmp_path, facts)
     assert row(t.step, "s2")["best"] and pd.isna(row(t.step, "s2")["tie_best"])
     # One launch each: -10% is within the launch spread the table allows (the verdict's prior);
-    # -60% is not, and racing would drop it (analysis.sweep.race reads this interval).
+    # -60% is not, and racing would drop it (analysis.running.race reads this interval).
     assert bool(row(t.step, "s3")["tie_best"]) and bool(row(t.step, "s4")["tie_best"])
     assert not bool(row(t.step, "s5")["tie_best"]) and row(t.step, "s5")["vs_best_ci_hi"] < 0
     text = render(t, "text")

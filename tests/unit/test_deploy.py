@@ -18,10 +18,12 @@ from plugin_loader import REPO, load_plugin
 from analysis import cli
 from analysis.deploy import gate, store
 from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, with_port
+from analysis.deploy.deployed import deployed_configs
 from analysis.facts.load import load_sweeps
-from analysis.facts.schema import REDACTED, to_dict
+from analysis.facts.schema import to_dict
 from analysis.nightly import history
 from analysis.nightly import request as nightly
+from analysis.redact import REDACTED
 from analysis.sweep import request as sweep_request
 
 ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "30000", "--api-key", REDACTED]
@@ -317,14 +319,14 @@ def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
 
 def test_the_nightly_request_measures_the_config_deployed_on_each_host(sweep: Path, tmp_path: Path) -> None:
     db = tmp_path / "history.sqlite"
-    assert store.deployed_configs(db) == {} and not db.exists()  # no store: nothing deployed, none made
+    assert deployed_configs(db) == {} and not db.exists()  # no store: nothing deployed, none made
     verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
     conn = history.connect(db)
     store.record(conn, store.row("gpu-a", choose(sweep, HOSTS)["gpu-a"], verdict, "nohup"))  # s3, then
     store.record(conn, store.row("gpu-a", choose(sweep, HOSTS, config="baseline")["gpu-a"], verdict, "nohup"))
     store.record(conn, store.row("gpu-b", choose(sweep, HOSTS)["gpu-b"], verdict, "nohup"))
     conn.close()
-    deployed = store.deployed_configs(db)
+    deployed = deployed_configs(db)
     assert deployed == {"gpu-a": "baseline", "gpu-b": "baseline"}
     night = nightly.sweep_request({"steps": [2]}, deployed={**deployed, "gpu-b": "s3"})
     assert night["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["s3"]}

@@ -1,6 +1,6 @@
 """The sweep request and its grid: analysis.sweep.request (the `-e` settings), analysis.sweep.config.grid
 (the grid points), analysis.sweep.plan.build (the request checked against the targeted hosts) and
-analysis.sweep.progress (what the facts on disk say was measured)."""
+analysis.running.progress (what the facts on disk say was measured)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from analysis.sweep import config, plan, progress, request
+from analysis.running import progress
+from analysis.sweep import config, plan, request
 from analysis.sweep.engines import llama_cpp_argv
 
 # A targeted host's engine role variables (short names, the roles' defaults resolved).

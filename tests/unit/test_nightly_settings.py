@@ -77,3 +77,22 @@ def test_a_night_that_would_not_measure_the_whole_grid_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=re.escape(message)):
         nightly.sweep_request(overrides, mode, plan_only)
+
+
+def test_the_nights_commands_write_next_to_the_results_unless_told_where() -> None:
+    sweep = {"dir": "/r/results/nightly-1", "id": "nightly-1", "settings": {"sla_itl_p99_ms": 400}}
+    night = {"python": "/py", "sweep": sweep, "overrides": {"window": 7}, "history": None}
+    got = nightly.commands({**night, "reports_dir": None, "prometheus": ""})
+    out = "/r/results/nightly/reports/nightly-1"
+    assert (got["history"], got["out"]) == ("/r/results/history.sqlite", out), got
+    assert got["ingest"] == ["/py", "-m", "analysis", "ingest", sweep["dir"], "--history", got["history"],
+                             "--sla-itl-p99-ms", "400"], got["ingest"]  # fmt: skip
+    report = got["report"]
+    assert report[3:] == ["report", sweep["dir"], "--out", out, "--sla-itl-p99-ms", "400"], report
+    regress = got["regress"]
+    assert regress[regress.index("--window") + 1] == "7", regress
+    assert regress[-6:] == ["--markdown", f"{out}/regress.md", "--junit", f"{out}/regress.xml", "--json",
+                            f"{out}/regress.json"], regress  # fmt: skip
+    told = nightly.commands({**night, "history": "/h.db", "reports_dir": "/rep", "prometheus": "/p.prom"})
+    assert (told["history"], told["out"]) == ("/h.db", "/rep/nightly-1"), told
+    assert told["regress"][-2:] == ["--prometheus", "/p.prom"], told["regress"]

@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 from local_play import run_local_play
 
+from analysis import files
 from analysis.facts import record
-from analysis.facts.schema import REDACTED, Fact, load_fact, to_dict
+from analysis.facts.schema import Fact, load_fact, to_dict
+from analysis.redact import REDACTED
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH = json.loads((FIXTURES / "llama_bench_output_s1.json").read_text())
@@ -78,7 +80,7 @@ def test_a_config_that_ran_is_ok_with_the_clients_runs() -> None:
 def test_a_fact_survives_the_write_and_the_reader(tmp_path: Path) -> None:
     out = tmp_path / "localhost" / "s1.json"
     fact = record.build_fact(payload())
-    record.write_json_atomic(out, to_dict(fact))
+    files.write_json_atomic(out, to_dict(fact))
     assert load_fact(json.loads(out.read_text())) == fact
     assert sorted(p.name for p in out.parent.iterdir()) == ["s1.json"], "a temp file was left behind"
 
@@ -86,7 +88,7 @@ def test_a_fact_survives_the_write_and_the_reader(tmp_path: Path) -> None:
 def test_write_json_atomic_replaces_and_leaves_no_temp_file(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
     out.write_text("{half a docu")
-    record.write_json_atomic(out, {"b": 1, "a": [1, 2]})
+    files.write_json_atomic(out, {"b": 1, "a": [1, 2]})
     assert json.loads(out.read_text()) == {"a": [1, 2], "b": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]
 
@@ -157,7 +159,7 @@ def test_secrets_are_redacted_and_written_nowhere(tmp_path: Path) -> None:
     assert fact.launch.argv[len(ARGV) :] == ["--api-key", REDACTED, f"--api-key={REDACTED}", "--alias", "m"]
     assert fact.launch.env == {"NCCL_X": "1", "HF_TOKEN": REDACTED, "OPENAI_API_KEY": REDACTED}
     out = tmp_path / "s1.json"
-    record.write_json_atomic(out, to_dict(fact))
+    files.write_json_atomic(out, to_dict(fact))
     text = out.read_text()
     assert [s for s in SECRETS if s in text] == []
 
@@ -242,5 +244,5 @@ def test_a_full_results_disk_is_found_at_plan_time_and_a_failed_write_leaves_no_
     )
     assert record.space_problem(tiny_fs, facts=0) is not None  # the sweep's own files need 16 MiB
     with pytest.raises(OSError, match="No space left on device"):
-        record.write_json_atomic(tiny_fs / "h1" / "s1.json", {"text": "x" * (3 << 20)})
+        files.write_json_atomic(tiny_fs / "h1" / "s1.json", {"text": "x" * (3 << 20)})
     assert list((tiny_fs / "h1").iterdir()) == []

@@ -674,6 +674,7 @@ def test_the_engine_table_renders_sglang_with_these_functions() -> None:
         "url": "http://127.0.0.1:30000",
         "health_timeout_s": 1800.0,
         "api_key": "k",
+        "python": "/opt/sglang/bin/python",  # bench_serving runs there (benchmark_sglang_python)
     }
     with pytest.raises(SettingError, match=r"^health_timeout_s: "):
         engine.server(server())

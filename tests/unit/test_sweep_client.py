@@ -3,6 +3,7 @@ used to build, and one both clients' own parsers accept."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from types import ModuleType
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from plugin_loader import REPO, load_plugin
 
+from analysis.sweep import client
 from analysis.sweep.client import client_argv
 
 FILES = REPO / "roles" / "benchmark" / "files"
@@ -110,9 +112,10 @@ def test_an_unknown_client_is_refused_by_its_variable() -> None:
         client_argv({**SETTINGS, "client": "vllm"})
 
 
-def test_the_filter_hands_the_role_this_function() -> None:
+def test_the_filter_hands_the_role_these_functions() -> None:
     filters = load_plugin("plugins/filter/specsweep_benchmark.py").FilterModule().filters()
-    assert filters == {"specsweep_client_argv": client_argv}
+    expected = {"specsweep_client_argv": client_argv, "specsweep_installed_files": client.installed_files}
+    assert filters == expected
 
 
 def test_the_role_passes_every_setting_the_function_reads() -> None:
@@ -128,3 +131,14 @@ def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
     args = adapter().parse_args(client_argv({**settings, "client": "sglang"})[2:])
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
+
+
+def test_the_installed_files_are_named_at_their_host_path_with_their_sha1() -> None:
+    files = [{"src": "bench.py", "dest": "bench.py"}, {"src": "/p.jsonl", "dest": "p.jsonl"}]
+    got = client.installed_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["print(1)\n", "é\n"]})
+    assert got == {
+        "/var/tmp/b/bench.py": hashlib.sha1(b"print(1)\n").hexdigest(),
+        "/var/tmp/b/p.jsonl": hashlib.sha1("é\n".encode()).hexdigest(),
+    }, got
+    with pytest.raises(ValueError):
+        client.installed_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["one text, two files"]})

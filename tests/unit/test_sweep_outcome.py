@@ -121,3 +121,21 @@ def test_a_benchmark_that_failed_is_recorded_in_the_benchmark_phase() -> None:
     built = outcome.payload(run(benchmark_output=None), failed, [])
     assert built["failure"]["phase"] == "benchmark"
     assert record.build_fact(built).failure.phase == "benchmark"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("after", "stops"),
+    [
+        ({}, False),  # a good nohup launch of a lone host: left for the next launch to replace
+        ({"status": "failed"}, True),
+        ({"status": None}, True),  # nothing was recorded
+        ({"launcher": "systemd"}, True),
+        ({"host": {"follows": "gpu-a", "followed_by": []}}, True),
+        ({"host": {"follows": None, "followed_by": ["gpu-b"]}}, True),
+        ({"search": True}, True),
+    ],
+)
+def test_only_a_good_nohup_launch_of_a_lone_host_keeps_its_server(after: dict[str, Any], stops: bool) -> None:
+    lone = {"follows": None, "followed_by": []}
+    good = {"status": "ok", "launcher": "nohup", "host": lone, "search": False}
+    assert outcome.stop_now({**good, **after}) is stops

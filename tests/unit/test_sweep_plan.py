@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from analysis.facts.record import write_json_atomic
-from analysis.facts.schema import REDACTED
+from analysis.files import write_json_atomic
+from analysis.redact import REDACTED
 from analysis.report import mix
 from analysis.sweep import plan, request
 
@@ -93,6 +93,7 @@ def test_a_host_receives_its_server_entries_and_lock(tmp_path: Path) -> None:
     assert h0["server"] == {
         "engine": "llama_cpp", "version": "xllamacpp==1", "model": "/models/gemma.gguf", "host": "127.0.0.1",
         "port": 8080, "url": "http://127.0.0.1:8080", "health_timeout_s": 120.0, "api_key": "",
+        "python": None,
     }  # fmt: skip
     assert (h0["engine"], h0["role"], h0["problems"], h0["follows"], h0["followed_by"]) == (
         "llama_cpp", "llama_server", [], None, [],

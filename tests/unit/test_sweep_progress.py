@@ -1,4 +1,4 @@
-"""Where a sweep stands, from its facts on disk (analysis.sweep.progress): whether a host measures a
+"""Where a sweep stands, from its facts on disk (analysis.running.progress): whether a host measures a
 config now, the line an operator reads, and how far each host got."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from analysis.sweep import claims, progress
+from analysis.running import progress
+from analysis.sweep import claims
 
 SINCE = 1_000.0  # this run's start
 

@@ -1,4 +1,4 @@
-"""Racing and finalists (analysis.sweep.race) and how a sweep's start uses them (analysis.sweep.progress):
+"""Racing and finalists (analysis.running.race) and how a sweep's start uses them (analysis.running.progress):
 a launch of a config that lost to the best is not run, recorded as a skipped fact, and resume passes it."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from local_play import run_local_play
 from test_record import run_payload
 
 from analysis.facts.schema import Fact, HostFacts, decode_fact, to_dict
-from analysis.sweep import order, progress, race
+from analysis.running import progress, race
+from analysis.sweep import order
 
 
 def launch(cid_steps: int | None, tps: list[float], k: int = 1, concurrency: int = 1) -> Fact:

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.facts.record import write_json_atomic
-from analysis.sweep import claims, order, race
+from analysis.files import write_json_atomic
+from analysis.running import race
+from analysis.sweep import claims, order
+from analysis.sweep.plan import duration
 
 
 def _status(path: Path) -> str | None:
@@ -62,18 +64,6 @@ class Done:
         return cls(durations, failed)
 
 
-def duration(seconds: float) -> str:
-    """A duration as people say it."""
-    minutes = seconds / 60
-    return (
-        f"{seconds:.0f} s"
-        if minutes < 2
-        else f"{minutes:.0f} min"
-        if minutes < 120
-        else f"{minutes / 60:.1f} h"
-    )
-
-
 def progress_line(index: int, total: int, config_id: str, state: str, done: Done) -> str:
     """`config 3/5 s2: launching; 2 measured here (0 failed); ETA 4 min` (a config's later
     launches are named `s2.launch2`; every launch counts)."""
@@ -108,7 +98,7 @@ def start(
     (it left the run) is taken over. retake: the pass after a host's own configs, which measures
     what lost hosts had claimed and waits while live ones are still measuring theirs.
     launch: which launch of the config this is (its fact and its claim are named for it).
-    race: a launch >= 2 of a config that lost to this host's best so far is not run (analysis.sweep.race).
+    race: a launch >= 2 of a config that lost to this host's best so far is not run (analysis.running.race).
     """
     root = Path(where["dir"])
     leader = where.get("follows") or where["host"]
