@@ -67,19 +67,25 @@ def other_plan(sweep_dir: Path, hosts: Mapping[str, Any], settings: Mapping[str,
     found = []
     for host, host_plan in sorted(hosts.items()):
         for entry in host_plan["entries"]:
-            config_id = entry["config"]["id"]
-            fact = _fact(sweep_dir / host / f"{config_id}.json")
-            if fact is None:
-                continue
-            launch = fact.get("launch") or {}
-            differs = []
-            if launch.get("argv") != redact_argv([str(a) for a in entry["argv"]]):
-                differs.append(f"argv {' '.join(launch.get('argv') or [])!r}")
-            if launch.get("env") != redact_env({str(k): str(v) for k, v in entry["env"].items()}):
-                differs.append(f"env {launch.get('env')!r}")
-            bench = fact.get("benchmark") or {}
-            differs += [f"{key} {bench[key]!r} (now {settings[key]!r})" for key in MEASURED
-                        if key in bench and bench[key] != settings[key]]  # fmt: skip
-            if differs:
-                found.append(f"{host}/{config_id} was measured with {'; '.join(differs)}")
+            fact = _fact(sweep_dir / host / f"{entry['config']['id']}.json")
+            said = None if fact is None else measured_otherwise(fact, host, entry, settings)
+            if said:
+                found.append(said)
     return found
+
+
+def measured_otherwise(
+    fact: Mapping[str, Any], host: str, entry: Mapping[str, Any], settings: Mapping[str, Any]
+) -> str | None:
+    """How a fact (as stored) of `host` was measured otherwise than `entry` and `settings` say,
+    in a sentence; None when it was measured as they say."""
+    launch = fact.get("launch") or {}
+    differs = []
+    if launch.get("argv") != redact_argv([str(a) for a in entry["argv"]]):
+        differs.append(f"argv {' '.join(launch.get('argv') or [])!r}")
+    if launch.get("env") != redact_env({str(k): str(v) for k, v in entry["env"].items()}):
+        differs.append(f"env {launch.get('env')!r}")
+    bench = fact.get("benchmark") or {}
+    differs += [f"{key} {bench[key]!r} (now {settings[key]!r})" for key in MEASURED
+                if key in bench and bench[key] != settings[key]]  # fmt: skip
+    return f"{host}/{entry['config']['id']} was measured with {'; '.join(differs)}" if differs else None

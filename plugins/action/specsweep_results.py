@@ -26,7 +26,7 @@ from analysis.facts import record
 from analysis.facts.schema import SchemaError, load_fact, to_dict
 from analysis.files import write_json_atomic
 from analysis.running import progress, race
-from analysis.sweep import lease, order, outcome
+from analysis.sweep import lease, order, outcome, sweeplock
 
 KINDS = ("start", "fact", "kept", "preflight", "unrecorded", "finalists")
 
@@ -150,6 +150,13 @@ class ActionModule(ActionBase):
                 raise AnsibleActionFail(f"{where['host']}:{kept}: not a valid fact: {exc}") from None
             if (fact.sweep_id, fact.host) != (sweep_id, where["host"]):
                 continue  # another sweep's, whose id starts with this one's and a dot
+            # A kept fact joins the sweep's table only if measured as this run's plan says.
+            otherwise = self._measured_otherwise(fact, where["host"], task_vars["specsweep_plan"])
+            if otherwise:
+                raise AnsibleActionFail(
+                    f"{otherwise}: the fact kept at {where['host']}:{kept} was measured under another "
+                    "plan, which one table must not mix; resume with the settings it was measured with"
+                )
             name = order.fact_name(fact.config.id, fact.launch_index)
             path = Path(where["dir"], where["host"], f"{name}.json")
             try:
@@ -163,6 +170,15 @@ class ActionModule(ActionBase):
             recorded.append(name)
         say = f"recorded the facts an earlier run kept on {where['host']}: {', '.join(recorded)}"
         return {"changed": bool(recorded), "recorded": recorded, "specsweep_say": say if recorded else ""}
+
+    @staticmethod
+    def _measured_otherwise(fact: Any, host: str, plan: dict[str, Any]) -> str | None:
+        """sweeplock's sentence for a kept fact measured otherwise than this plan says (a config the
+        plan no longer has on this host too)."""
+        entries = [e for e in plan["hosts"][host]["entries"] if e["config"]["id"] == fact.config.id]
+        if not entries:
+            return f"{host}/{fact.config.id} is not in this run's plan"
+        return sweeplock.measured_otherwise(to_dict(fact), host, entries[0], plan["sweep"]["settings"])
 
     def _finalists(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
         """One more launch of each finalist: the grid's speculative configs (launch N+1) and a step

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from factories import config, fact, run
+from plugin_loader import load_plugin
+
 from analysis.sweep import identity, sweeplock
 
 
@@ -63,3 +66,17 @@ def test_facts_measured_as_this_plan_would_pass_and_others_are_named(tmp_path: P
     assert sweeplock.other_plan(tmp_path, hosts, SETTINGS) == [
         "h1/s1 was measured with argv 'llama-server --api-key <redacted> -n 2'"
     ]
+
+
+def test_a_fact_kept_on_its_host_is_judged_by_the_rule_of_one_on_the_controller() -> None:
+    results = load_plugin("plugins/action/specsweep_results.py")
+    kept = fact(config(2), [run([100.0])], host="h1")
+    entry = {"config": {"id": "s2"}, "argv": kept.launch.argv, "env": {}}
+    settings = {"max_tokens": 128, "warmup": 1, "repeats": 3, "concurrency": [1]}
+    plan = {"hosts": {"h1": {"entries": [entry]}}, "sweep": {"settings": settings}}
+    otherwise = results.ActionModule._measured_otherwise
+    assert otherwise(kept, "h1", plan) is None  # measured as this run's plan says: recorded
+    longer = {**plan, "sweep": {"settings": {**settings, "max_tokens": 96}}}
+    assert otherwise(kept, "h1", longer) == "h1/s2 was measured with max_tokens 128 (now 96)"
+    gone = {**plan, "hosts": {"h1": {"entries": []}}}
+    assert otherwise(kept, "h1", gone) == "h1/s2 is not in this run's plan"
