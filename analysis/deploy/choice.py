@@ -175,6 +175,7 @@ def choose(
         )
     accept = accept_ci(result.runs)
     settings = plan["sweep"]["settings"]
+    traffic_sent = _traffic(plan["sweep"], settings)
     out = {}
     for h in hosts:
         chosen, at, why = _pick(step, h.name, level, config)
@@ -220,6 +221,19 @@ def choose(
                 "max_tokens": settings["max_tokens"],
                 "warmup": settings["warmup"],
                 "concurrency": at,
+                **traffic_sent,
             },
         }
     return out
+
+
+def _traffic(sweep: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+    """What the gate's benchmark sends, as the sweep did: its workloads' records (the controller's
+    file, named by content; "" for a sweep of the prompt set, the role's own) and its seed."""
+    records = (sweep.get("workloads") or {}).get("records") or ""
+    if records and not Path(records).is_file():
+        raise DeployError(
+            f"from: the workloads sweep {sweep['id']} measured ({records}) are gone from this controller; "
+            "the gate cannot send the same traffic (sweep again, or deploy from a newer sweep)"
+        )
+    return {"records": records, "seed": settings["seed"]}

@@ -32,7 +32,7 @@ ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "
 def plan(sweep: Path, hosts: list[str], configs: list[str]) -> None:
     """A plan.json as the sweep writes it: each host's launches, secrets redacted."""
     doc = {
-        "sweep": {"id": sweep.name, "settings": {"max_tokens": 128, "warmup": 1}},
+        "sweep": {"id": sweep.name, "settings": {"max_tokens": 128, "warmup": 1, "seed": 7}},
         "hosts": {
             h: {
                 "server": {"engine": "sglang", "model": "Kimi-K2.5", "host": "0.0.0.0", "port": 30000,
@@ -101,7 +101,7 @@ def test_each_host_gets_its_recommended_config_with_the_measured_argv_on_the_pro
     assert a["sweep"]["tok_s"] == pytest.approx(150.0)
     assert 140 < a["sweep"]["tok_s_ci_lo"] < 150 < a["sweep"]["tok_s_ci_hi"]
     assert a["sweep"]["accept_ci_lo"] < 2.5 < a["sweep"]["accept_ci_hi"]
-    assert a["benchmark"] == {"max_tokens": 128, "warmup": 1, "concurrency": 1}
+    assert a["benchmark"] == {"max_tokens": 128, "warmup": 1, "concurrency": 1, "records": "", "seed": 7}
 
 
 def test_a_named_config_is_taken_when_it_completed_on_every_host(sweep: Path) -> None:
@@ -181,6 +181,21 @@ def test_the_config_deployed_for_a_mix_is_recommends_answer_for_it_with_the_mixs
     # Without a mix, recommend's answer for equal shares: 1 / (0.5 / 90 + 0.5 / 150) = 112.5.
     even = choose(sweep, host)["h"]
     assert even["config"] == "s2" and even["mix"] == pytest.approx({"chat": 0.5, "code": 0.5})
+
+
+def test_the_gate_sends_the_workloads_the_sweep_measured_and_refuses_when_they_are_gone(
+    tmp_path: Path,
+) -> None:
+    sweep = workload_sweep(tmp_path / "results")
+    records = tmp_path / "workloads-0123.jsonl"
+    doc = json.loads((sweep / "plan.json").read_text())
+    doc["sweep"]["workloads"] = {"records": str(records), "sets": []}
+    (sweep / "plan.json").write_text(json.dumps(doc))
+    with pytest.raises(DeployError, match=r"^from: the workloads sweep sweep-1 measured \(.*\) are gone"):
+        choose(sweep, [HostInput("h", 8000, "k")])
+    records.write_text("{}\n")
+    sent = choose(sweep, [HostInput("h", 8000, "k")])["h"]["benchmark"]
+    assert (sent["records"], sent["seed"]) == (str(records), 7)
 
 
 @pytest.mark.parametrize(
