@@ -1,7 +1,8 @@
 """The history store (SQLite) and the `ingest` subcommand that appends sweeps to it.
 
-One row per measured run, keyed on (sweep_id, host, config_id, workload, concurrency, repeat; workload
-'' for the one prompt set of sweeps without named workloads): ingesting
+One row per measured run, keyed on (sweep_id, host, config_id, workload, concurrency, launch, repeat;
+workload '' for the one prompt set of sweeps without named workloads; launch k of a config launched
+more than once, as the repeated baseline and the finalists are): ingesting
 the same sweep twice adds nothing (INSERT OR IGNORE), and a sweep ingested while it was still
 running gains only its new runs. Configs that failed before measuring anything have no run: they
 are kept in `config_failures`, keyed on (sweep_id, host, config_id). What each config ran with
@@ -15,8 +16,8 @@ start), which is what "previous runs" means in `regress`. What deploy.yml put in
 The runs table takes its config columns from analysis.sweep.config. A store written by an older
 specsweep is brought up to date when it is opened: missing tables are created and missing run
 columns added (NULL in the rows stored before: not recorded then); a table whose key lacks the
-workload is rebuilt with it (its rows: workload ''). PRAGMA user_version holds SCHEMA_VERSION; a
-store from a newer specsweep is refused.
+workload or the launch is rebuilt with it (its rows: workload '', launch 1). PRAGMA user_version
+holds SCHEMA_VERSION; a store from a newer specsweep is refused.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
 # 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: without
-# recommendations; 3: without workloads, or deployments (analysis.deploy.store); 4: this.
-SCHEMA_VERSION = 4
+# recommendations; 3: without workloads, or deployments (analysis.deploy.store); 4: runs without the
+# launch in their key (a config's second launch was taken for its first, ingested already); 5: this.
+SCHEMA_VERSION = 5
 SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}
 NO_SLA = Sla()
 KEY_COLUMNS = {
@@ -51,7 +53,7 @@ RUN_COLUMNS = {
     **KEY_COLUMNS,
     **{name: SQL_TYPES[COLUMN_TYPES[name]] for name in COLUMNS},
     "source": "TEXT", "workload": "TEXT NOT NULL DEFAULT ''", "concurrency": "INTEGER NOT NULL",
-    "repeat": "INTEGER NOT NULL",
+    "launch": "INTEGER NOT NULL DEFAULT 1", "repeat": "INTEGER NOT NULL",
     "run_ok": "INTEGER NOT NULL", "cause": "TEXT", "decode_tps": "REAL", "accept_length": "REAL",
     "ttft_s": "REAL", "itl_s": "REAL", "step_time_ms": "REAL",
 }  # fmt: skip
@@ -61,7 +63,7 @@ CREATE TABLE IF NOT EXISTS sweeps (
     sweep_id TEXT PRIMARY KEY, started_at REAL, ingested_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     {", ".join(f"{name} {kind}" for name, kind in RUN_COLUMNS.items())},
-    PRIMARY KEY (sweep_id, host, config_id, workload, concurrency, repeat));
+    PRIMARY KEY (sweep_id, host, config_id, workload, concurrency, launch, repeat));
 CREATE TABLE IF NOT EXISTS config_failures (
     sweep_id TEXT NOT NULL, host TEXT NOT NULL, engine TEXT, engine_version TEXT, model TEXT,
     config_id TEXT NOT NULL, cause TEXT, message TEXT,
@@ -87,21 +89,34 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             raise HistoryError(f"{path}: table runs has no column {name}; not a specsweep history store")
         conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
     for table in ("runs", "recommendations"):
-        _key_workload(conn, table)
+        _rekey(conn, table)
 
 
-def _key_workload(conn: sqlite3.Connection, table: str) -> None:
-    """Rebuild a table of a store from before workloads with the workload in its key (SQLite cannot
-    change a primary key in place): rename, create anew from SCHEMA, copy, drop; in the caller's
-    transaction, so an interrupted upgrade leaves the store as it was."""
-    info = list(conn.execute(f"PRAGMA table_info({table})"))
-    if any(row[1] == "workload" and row[5] for row in info):
+def _key(conn: sqlite3.Connection, table: str) -> list[str]:
+    """The table's primary key columns, in key order."""
+    info = conn.execute(f"PRAGMA table_info({table})")
+    return [row[1] for row in sorted((r for r in info if r[5]), key=lambda r: r[5])]
+
+
+def _rekey(conn: sqlite3.Connection, table: str) -> None:
+    """Rebuild a table of an older store whose key lacks a column SCHEMA's has (the workload, the
+    launch; SQLite cannot change a primary key in place): rename, create anew from SCHEMA, copy,
+    drop; in the caller's transaction, so an interrupted upgrade leaves the store as it was. The
+    rows take the new key column's default ('' workload, launch 1), which _migrate has added."""
+    create = next(part for part in SCHEMA.split(";") if f"EXISTS {table} (" in part)
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.execute(create)
+        wanted = _key(scratch, table)
+    finally:
+        scratch.close()
+    if _key(conn, table) == wanted:
         return
-    columns = ", ".join(row[1] for row in info if row[1] != "workload")
-    conn.execute(f"ALTER TABLE {table} RENAME TO {table}_before_workloads")
-    conn.execute(next(part for part in SCHEMA.split(";") if f"EXISTS {table} (" in part))
-    conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {table}_before_workloads")
-    conn.execute(f"DROP TABLE {table}_before_workloads")
+    columns = ", ".join(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+    conn.execute(f"ALTER TABLE {table} RENAME TO {table}_before_rekey")
+    conn.execute(create)
+    conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {table}_before_rekey")
+    conn.execute(f"DROP TABLE {table}_before_rekey")
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -154,7 +169,10 @@ def ingest(
     """
     runs = result.runs
     measured = runs[runs["run_index"].notna()].astype({"run_ok": "int64", "speculative": "int64"})
-    measured = measured.assign(workload=measured["workload"].astype(object).fillna(""))
+    measured = measured.assign(
+        workload=measured["workload"].astype(object).fillna(""),
+        launch=measured["launch_index"].fillna(1).astype("int64"),
+    )
     failed = runs[runs["run_index"].isna() & runs["failed"]]
     origins = provenance.read(result.files)
     recommended = recommendations.compute(result, sla)

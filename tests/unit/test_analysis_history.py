@@ -194,6 +194,23 @@ def test_cli_exit_codes_through_python_dash_m(tmp_path: Path) -> None:
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "1"
 
 
+def test_a_configs_second_launch_is_ingested_beside_its_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The baseline launched again at the end, its runs as the first launch's (repeat for repeat).
+    sweep = nightly(tmp_path, "n1", 1, {"baseline": 90.0, "s2": 100.0}, relaunch=True)
+    db = tmp_path / "h.sqlite"
+    ingest_all(db, sweep)
+    said = capsys.readouterr().out
+    with sqlite3.connect(db) as conn:
+        launches = conn.execute(
+            "SELECT launch, count(*) FROM runs WHERE config_id = 'baseline' GROUP BY launch ORDER BY launch"
+        ).fetchall()
+    first = launches[0][1]
+    assert launches == [(1, first), (2, first)], launches
+    assert "n1: 0 run(s) added" not in said and ", 0 already" in said, said
+
+
 # The store as the previous specsweep wrote it (before step times, adaptive and provenance).
 V1_SCHEMA = """
 CREATE TABLE sweeps (sweep_id TEXT PRIMARY KEY, started_at REAL, ingested_at REAL NOT NULL);
@@ -230,6 +247,8 @@ def test_a_store_of_the_previous_schema_is_migrated_and_keeps_its_nights(tmp_pat
             "SELECT sweep_id, adaptive, step_time_ms FROM runs ORDER BY sweep_id"
         ).fetchall()
     assert set(history.RUN_COLUMNS) <= columns
+    with sqlite3.connect(db) as conn:  # rebuilt with the workload and the launch in its key
+        assert history._key(conn, "runs")[-3:] == ["concurrency", "launch", "repeat"]
     assert stored[:2] == [("new", 0, None), ("new", 0, None)] and stored[-1] == ("old3", None, None), stored
     code, md, _ = regress(db, tmp_path)
     assert code == 1 and "| s2 |" in md and "since" in md, md
