@@ -198,7 +198,9 @@ def run(args: argparse.Namespace) -> int:
     rec = recommend(step)
     adaptive = adaptive_table(step)
     try:
-        mix_step, shares = mix.answer_table(step, args.mix, default=mix.recorded(args.sweeps))
+        mix_step, shares = mix.answer_table(
+            step, args.mix, default=None if args.mix else mix.recorded(args.sweeps)
+        )
     except mix.MixError as exc:
         print(f"analysis recommend: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -114,6 +114,12 @@ def test_recommend_defaults_to_the_mix_the_sweep_asked_for(
     assert asked["mix"] == pytest.approx({"chat": 0.9, "code": 0.1})
     assert asked["by_concurrency"]["1"]["config"] == "baseline"
     assert recommend_json(sweep, capsys, "--mix", "code=1")["by_concurrency"]["1"]["config"] == "s2"
+    # Sweeps that recorded different mixes are refused only where no mix is given.
+    other = workload_sweep(tmp_path / "other")
+    (other / "sweep.json").write_text(json.dumps({"settings": {"mix": {"code": 1.0}}}))
+    given = ["recommend", str(sweep), str(other), "--format", "json"]
+    assert cli.main(given) == 2 and "different mixes" in capsys.readouterr().err
+    assert cli.main([*given, "--mix", "code=1"]) == 0
 
 
 def test_sweeps_asking_for_different_mixes_are_refused_without_one_given(tmp_path: Path) -> None:
