@@ -156,10 +156,13 @@ def real(folders: list[Path]) -> list[str]:
         )
         return s1["speedup_ci_lo"], s1["speedup_ci_hi"], s1["verdict"]
 
-    for f, r in zip(folders, runs, strict=True):
-        row(f.name, r)
+    own = [row(f.name, r) for f, r in zip(folders, runs, strict=True)]
+    # Runs made before the sweep measured its baseline again get one from each later run; runs
+    # that have their own are compared as they are (a borrowed baseline would mix two runs' loads).
+    rebaselined = all(r[r["config_id"].eq("baseline")]["launch_index"].nunique() > 1 for r in runs)
     pairs = []
-    for (fa, a), (fb, b) in itertools.permutations(zip(folders, runs, strict=True), 2):
+    borrowed = [] if rebaselined else list(itertools.permutations(zip(folders, runs, strict=True), 2))
+    for (fa, a), (fb, b) in borrowed:
         later = b[b["config_id"].eq("baseline")].assign(
             sweep_id=a["sweep_id"].iloc[0], launch_index=2, started_at=a["started_at"].max() + 1.0,
             fact_id=b["fact_id"] + 10_000,
@@ -172,11 +175,13 @@ def real(folders: list[Path]) -> list[str]:
     ]
     both = pd.concat([p.astype(object) for p in pooled], ignore_index=True)
     row(f"all {len(runs)} pooled as launches", frame(both.to_dict("list"), RUN_COLUMNS))
-    disjoint = sum(a[1] < b[0] or b[1] < a[0] for a, b in itertools.combinations(pairs, 2))
-    opposite = sum({a[2], b[2]} == {"better", "worse"} for a, b in itertools.combinations(pairs, 2))
+    judged = own if rebaselined else pairs
+    disjoint = sum(a[1] < b[0] or b[1] < a[0] for a, b in itertools.combinations(judged, 2))
+    opposite = sum({a[2], b[2]} == {"better", "worse"} for a, b in itertools.combinations(judged, 2))
+    what = "runs, each with its own repeated baseline" if rebaselined else "pairs with a repeated baseline"
     lines.append("")
     lines.append(
-        f"pairs with a repeated baseline: {len(pairs)}; pairs of them with disjoint s1 intervals: "
+        f"{what}: {len(judged)}; pairs of them with disjoint s1 intervals: "
         f"{disjoint}; with decisive verdicts of opposite sign: {opposite}"
     )
     return lines

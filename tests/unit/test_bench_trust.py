@@ -7,24 +7,29 @@ import subprocess
 import sys
 from pathlib import Path
 
-from factories import config, fact, run, write_sweep
+from factories import config, fact, relaunched, run, write_sweep
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "trust.py"
 
 
-def test_the_trust_bench_prints_every_design_and_the_real_runs(tmp_path: Path) -> None:
-    def demo(k: int, base: float, spec: float) -> Path:
-        made = [(config(), base, 1.0), (config(1), spec, 2.0)]
-        facts = [
-            fact(c, [run([t + i]) for i in range(3)], sweep_id=f"demo-{k}", started_at=at)
-            for c, t, at in made
-        ]
-        return write_sweep(tmp_path, facts)
+def demo(root: Path, k: int, base: float, spec: float, again: bool = False) -> Path:
+    """A README demo sweep: baseline and s1, three repeats each (and the baseline's second launch)."""
+    made = [(config(), base, 1.0), (config(1), spec, 2.0)]
+    facts = [
+        fact(c, [run([t + i]) for i in range(3)], sweep_id=f"demo-{k}", started_at=at) for c, t, at in made
+    ]
+    return write_sweep(root, relaunched(facts) if again else facts)
 
-    sweeps = [demo(k, b, s) for k, (b, s) in enumerate([(30.0, 36.0), (20.0, 30.0)])]
+
+def bench(sweeps: list[Path]) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, str(BENCH), "--sweeps", "4", "--seed", "2", "--real", *map(str, sweeps)]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_the_trust_bench_prints_every_design_and_the_real_runs(tmp_path: Path) -> None:
+    done = bench([demo(tmp_path, k, b, s) for k, (b, s) in enumerate([(30.0, 36.0), (20.0, 30.0)])])
     rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[0].startswith("| host | design | cover |")
     synthetic = rows[1:9]
@@ -35,3 +40,13 @@ def test_the_trust_bench_prints_every_design_and_the_real_runs(tmp_path: Path) -
     # 2 runs alone (within one launch), 2 ordered pairs with a repeated baseline, both pooled.
     assert [r.split(" | ")[2] for r in real] == ["within_launch"] * 2 + ["launch_var"] * 2 + ["launches"]
     assert "pairs with a repeated baseline: 2;" in done.stdout
+
+
+def test_runs_with_their_own_repeated_baseline_are_judged_as_they_are(tmp_path: Path) -> None:
+    # Borrowing another run's baseline would mix two runs' loads: each run is one row, no pairs.
+    done = bench(
+        [demo(tmp_path, k, b, s, again=True) for k, (b, s) in enumerate([(30.0, 36.0), (20.0, 30.0)])]
+    )
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| demo-") or "pooled" in line]
+    assert [r.split(" | ")[0] for r in rows] == ["| demo-0", "| demo-1", "| all 2 pooled as launches"]
+    assert "runs, each with its own repeated baseline: 2;" in done.stdout
