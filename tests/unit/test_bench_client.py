@@ -2,7 +2,9 @@
 
 llama_stream_*.sse were recorded from a real llama.cpp server (xllamacpp, gemma3 270M):
 one with ngram-mod speculation (n_max 4), one without. sglang_stream_*.sse are excerpts
-written to match sglang 0.5.23's /generate streaming code, not recordings.
+written to match sglang 0.5.23's /generate streaming code, not recordings: the finished event's
+meta_info as sglang/srt/managers/tokenizer_manager.py (_calculate_spec_decoding_metrics) fills it,
+spec_correct_drafts_histogram included.
 """
 
 from __future__ import annotations
