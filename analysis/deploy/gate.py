@@ -1,20 +1,25 @@
 """The gate a freshly deployed server must pass before the rollout goes on: the short benchmark run
 after its restart against what the sweep measured for the same config on the same host.
 
-In order: no request errors; tok/s (the median over requests of decode tok/s, as the report's) not
-below the sweep's 95% lower bound for that config, or, with a tolerance, not below the sweep's median
-less that many %; the accept length (speculative configs) within the sweep's 95% interval widened by
-ACCEPT_SLACK each side. Where the sweep has no interval (one good repeat) DEFAULT_TOLERANCE_PCT stands in.
+In order: no request errors; tok/s (the median over requests of decode tok/s, as the report's; for
+a mix, each workload's median weighed as the sweep's mix row weighs them) not below the sweep's 95%
+lower bound for that config, or, with a tolerance, not below the sweep's median less that many %;
+the accept length (speculative configs) within the sweep's 95% interval widened by ACCEPT_SLACK
+each side. Where the sweep has no interval (one good repeat) DEFAULT_TOLERANCE_PCT stands in.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pandas as pd
+
 from analysis.facts.rows import run_numbers
 from analysis.facts.schema import Run, SchemaError, from_dict
+from analysis.report import mix
 
 # A short run's acceptance wanders a little from the sweep's over the same prompts (batching, the
 # n-gram table's warm-up): a relative margin around the interval, so that only a real change fails.
@@ -41,20 +46,35 @@ class Verdict:
         return asdict(self)
 
 
-def measured(bench: dict[str, Any]) -> tuple[float | None, float | None, int, int, str | None]:
+def rate(
+    runs: Sequence[Run], tps: Sequence[float | None], shares: Mapping[str, float] | None
+) -> float | None:
+    """The runs' tok/s (`tps`, one per run): their median; with a mix, the mix's rate over each
+    workload's median (analysis.report.mix.rates, as the sweep's mix row), None missing one."""
+    measured = [(r.workload, t) for r, t in zip(runs, tps, strict=True) if t is not None]
+    if not shares:
+        return statistics.median(t for _, t in measured) if measured else None
+    frame = pd.DataFrame(measured, columns=["workload", "rate"]).groupby("workload", as_index=False).median()
+    blended = mix.rates(frame.assign(all=0), shares, ["all"])
+    return None if blended.empty or pd.isna(blended.iloc[0]) else float(blended.iloc[0])
+
+
+def measured(
+    bench: dict[str, Any], shares: Mapping[str, float] | None = None
+) -> tuple[float | None, float | None, int, int, str | None]:
     """(tok/s, accept length, errors, requests, first error) of a benchmark client document."""
     try:
         runs = from_dict(list[Run], bench.get("runs") or [])
     except SchemaError as exc:
         return None, None, 1, 0, f"unreadable benchmark output: {exc}"
     numbers = [run_numbers(r) for r in runs]
-    tps = [n["decode_tps"] for n in numbers if n["decode_tps"] is not None]
+    tps = rate(runs, [n["decode_tps"] for n in numbers], shares)
     accepts = [r.spec.accept_length for r in runs if r.spec.accept_length is not None]
     errors = sum(n["n_errors"] for n in numbers) + (1 if bench.get("error") else 0)
     first = bench.get("error") or next((n["message"] for n in numbers if n["message"]), None)
     requests = sum(n["n_requests"] for n in numbers)
     return (
-        statistics.median(tps) if tps else None,
+        tps,
         statistics.fmean(accepts) if accepts else None,
         errors,
         requests,
@@ -70,9 +90,15 @@ def floor(sweep: dict[str, Any], tolerance_pct: float | None) -> float:
     return float(sweep["tok_s"]) * (1.0 - pct / 100.0)
 
 
-def judge(sweep: dict[str, Any], bench: dict[str, Any], tolerance_pct: float | None = None) -> Verdict:
-    """The gate's verdict on one host's short benchmark against the sweep's figures for its config."""
-    tps, accept, errors, requests, first = measured(bench)
+def judge(
+    sweep: dict[str, Any],
+    bench: dict[str, Any],
+    tolerance_pct: float | None = None,
+    shares: Mapping[str, float] | None = None,
+) -> Verdict:
+    """The gate's verdict on one host's short benchmark against the sweep's figures for its config
+    (for the mix `shares` where the deploy named one: the sweep's figures are then the mix's)."""
+    tps, accept, errors, requests, first = measured(bench, shares)
     low = floor(sweep, tolerance_pct)
     figures = {
         "tok_s": tps,

@@ -26,7 +26,7 @@ RUN_COLUMNS = [
     "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "ttft_s", "ttft_p99_s",
     "itl_s", "itl_p99_s", "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
     "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
-    "achieved_concurrency", "interfered", "window_output_tokens", "window_requests",
+    "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",

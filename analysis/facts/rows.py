@@ -110,6 +110,10 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
             "verify_steps": r.spec.verify_steps,
             "accept_length": r.spec.accept_length,
             "accept_rate": r.spec.accept_rate,
+            # A tuple: one cell of an object column (analysis.report.positions sums them).
+            "accepted_histogram": None
+            if r.spec.accepted_histogram is None
+            else tuple(r.spec.accepted_histogram),
             "step_time_ms": step_ms[r.concurrency],
             "workload": r.workload,
             "achieved_concurrency": r.achieved_concurrency,

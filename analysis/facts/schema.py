@@ -96,6 +96,10 @@ class SpecStats(_Part, kw_only=True):
     verify_steps: int | None = None
     accept_length: float | None = None
     accept_rate: float | None = None
+    # Verify steps by drafts accepted, [k]: steps that accepted k drafts (the bonus token not
+    # counted), summed over the run's requests: SGLang's per-request spec_correct_drafts_histogram.
+    # None where the engine does not report it (llama.cpp gives totals only).
+    accepted_histogram: list[int] | None = None
 
 
 class Interference(_Part, kw_only=True):

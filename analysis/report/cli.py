@@ -15,6 +15,7 @@ from analysis.report.compare import NOISY_CV, step_table
 from analysis.report.crosshost import SLOW_PCT, cross_host, host_speed
 from analysis.report.deploy import adaptive_blocks, sla_blocks
 from analysis.report.plotter import Plotter
+from analysis.report.positions import position_blocks, position_table
 from analysis.report.recommend import adaptive_table
 from analysis.report.render import FORMATS, Tables, render, render_markdown
 from analysis.report.sla import Sla, add_sla_options, with_sla
@@ -52,10 +53,15 @@ def build_tables(
     result: LoadResult, noisy_cv: float = NOISY_CV, slow_pct: float = SLOW_PCT, sla: Sla = NO_SLA
 ) -> Tables:
     """The step table (with goodput and throughput), cross-host view and host speeds of loaded results;
-    the SLA view when an SLA is given, the adaptive view when an adaptive arm was measured."""
+    the SLA view when an SLA is given, the adaptive view when an adaptive arm was measured, and the
+    acceptance by draft position where the engine reported it."""
     step = step_table(result.runs, result.requests, noisy_cv=noisy_cv)
     step = with_sla(step, result.runs, result.requests, sla)
-    extra = [*(sla_blocks(step, sla) if sla.given else []), *adaptive_blocks(adaptive_table(step))]
+    extra = [
+        *(sla_blocks(step, sla) if sla.given else []),
+        *adaptive_blocks(adaptive_table(step)),
+        *position_blocks(position_table(result.runs)),
+    ]
     speed = host_speed(step, slow_pct)
     return Tables(step=step, cross=cross_host(step), speed=speed, noisy_cv=noisy_cv, extra=extra)
 

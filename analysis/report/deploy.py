@@ -37,7 +37,7 @@ def _pair(a: pd.Series, b: pd.Series, fmt: str) -> list[str]:
     return [f"{x}/{y}" for x, y in zip(num(a, fmt), num(b, fmt), strict=True)]
 
 
-def _blocks(
+def host_blocks(
     frame: pd.DataFrame, columns: dict[str, tuple[bool, list[str]]], title: str, note: str
 ) -> list[Block]:
     """One block per host group of `frame` (already in display order), columns made over all rows."""
@@ -70,7 +70,7 @@ def sla_blocks(step: pd.DataFrame, sla: Sla) -> list[Block]:
         f"SLA: {sla.describe()}; goodput: requests per second that succeeded with TTFT and TPOT within "
         "the SLOs (SGLang's definition); meets SLA: the config's p99 TTFT and p99 ITL within them"
     )
-    return _blocks(t, columns, "SLA and goodput", note)
+    return host_blocks(t, columns, "SLA and goodput", note)
 
 
 def adaptive_blocks(adaptive: pd.DataFrame) -> list[Block]:
@@ -88,7 +88,7 @@ def adaptive_blocks(adaptive: pd.DataFrame) -> list[Block]:
         "at least as fast": (False, _flag(t["at_least_as_fast"])),
     }
     note = "at least as fast: the 95% CI of adaptive / best static reaches 0% or above (not clearly slower)"
-    return _blocks(t, columns, "adaptive vs best static", note)
+    return host_blocks(t, columns, "adaptive vs best static", note)
 
 
 def verdict_words(t: pd.DataFrame) -> list[str]:
@@ -125,4 +125,4 @@ def recommend_blocks(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> lis
         f"SLA: {sla.describe()}; tok/s: median decode tok/s per request; speedup over the baseline; "
         "verdict: against the baseline, with the launches it rests on (1: one run of each, not repeated)"
     )
-    return _blocks(t, columns, "recommended", note)
+    return host_blocks(t, columns, "recommended", note)

@@ -115,7 +115,7 @@ def sections(tables: Tables) -> Markup:
     views = [
         ("Env profiles", [_table(b) for b in tables.blocks.profiles]),
         ("Cross-host", [_table(b) for b in tables.blocks.cross]),
-        ("SLA, goodput and adaptive", [_table(b) for b in tables.extra]),
+        ("SLA, goodput, adaptive and acceptance", [_table(b) for b in tables.extra]),
     ]
     template = environment().get_template("tables.html.j2")
     return Markup(template.render(step=_step_tables(tables), legend=tables.legend, views=views))

@@ -357,6 +357,20 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
     return Request(values, errors + load_problems(values) + mix_problems(values))
 
 
+# Settings of this run, not of the sweep: a resume takes them from its own command line (target picks
+# the play's hosts before the plan runs; resume and results_dir are how the sweep was found).
+RUN_ONLY = ("resume", "sweep_id", "plan_only", "target", "results_dir")
+# A setting given again replaces the recorded ones `read` derived from it (they are derived anew).
+DERIVED = {"launches": ("finalists",), "steps": ("steps_range",)}
+
+
+def resumed(recorded: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a resume keeps from the sweep it resumes (sweep.json's `settings`): every one
+    not given again, as `read`'s defaults; a sweep setting no longer known is left out."""
+    replaced = set(RUN_ONLY) | set(given) | {d for g in given for d in DERIVED.get(g, ())}
+    return {k: v for k, v in recorded.items() if k in BY_NAME and k not in replaced}
+
+
 def load_problems(values: Mapping[str, Any]) -> list[str]:
     """Load settings that cannot go together (each read on its own already)."""
     requests, levels = values.get("bench_requests"), values.get("concurrency") or []

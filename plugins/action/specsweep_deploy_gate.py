@@ -31,7 +31,10 @@ class ActionModule(ActionBase):
         target = args["target"]
         tolerance = args.get("tolerance_pct")
         verdict = gate.judge(
-            target["sweep"], args.get("bench") or {}, None if tolerance in (None, "") else float(tolerance)
+            target["sweep"],
+            args.get("bench") or {},
+            None if tolerance in (None, "") else float(tolerance),
+            target.get("mix"),
         )
         figures = verdict.as_dict()
         if not verdict.passed:

@@ -95,7 +95,8 @@ class ActionModule(ActionBase):
         problems = request.unknown_keys(extra, role_variables())
         given = {k: v for k, v in extra.items() if k in request.BY_NAME}
         # A play var arrives as its template (the nightly's filter expression): render it first.
-        req = request.read(given, self._templar.template(task_vars.get("specsweep_request")) or {})
+        defaults = self._templar.template(task_vars.get("specsweep_request")) or {}
+        req = request.read(given, defaults)
         if problems or req.errors:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(problems + req.errors))
         targeted = task_vars["ansible_play_hosts_all"]
@@ -109,11 +110,12 @@ class ActionModule(ActionBase):
         only_report = selected["report"] and not selected["preflight"]
         ident = self._identity(req, results_dir, only_report)
         if req["resume"]:
-            # A resumed sweep keeps its order (the order and seed sweep.json recorded), unless -e says.
+            # A resumed sweep measures as it did (its grid, traffic, mix, order and seed, as sweep.json
+            # recorded them) in what -e does not change.
             earlier = json.loads((Path(ident.sweep_dir) / "sweep.json").read_bytes())["settings"]
-            for key in ("order", "order_seed"):
-                if key not in given and key in earlier:
-                    req.values[key] = earlier[key]
+            req = request.read(given, {**defaults, **request.resumed(earlier, given)})
+            if req.errors:
+                raise AnsibleActionFail("Invalid sweep request: " + " | ".join(req.errors))
         built = plan.build(req, hosts, ident, results_dir)
         if built["errors"]:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(built["errors"]))

@@ -269,10 +269,12 @@ def test_check_mode_changes_nothing_and_launches_nothing(
 def test_controller_killed_mid_sweep_then_resumed_loses_and_repeats_nothing(
     sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
-    common = ("-e", "steps=1,2", "-e", "target=sshost1", *QUICK)
+    # One workload, the cheapest, so that the sweep has a traffic and a mix for the resume to keep.
+    asked = ("-e", "steps=1,2", *QUICK, "-e", "workloads=code", "-e", "workload_records=1",
+              "-e", "mix=code=1")  # fmt: skip
     first_fact = tmp_path / "R" / "sshost1" / "baseline.json"
     with open(tmp_path / "killed.log", "wb") as log:
-        argv = playbook_argv(sweep_inventory, tmp_path, *common, "-e", "sweep_id=R")
+        argv = playbook_argv(sweep_inventory, tmp_path, *asked, "-e", "target=sshost1", "-e", "sweep_id=R")
         killed = subprocess.Popen(argv, cwd=REPO, env=sweep_env(), stdout=log, stderr=subprocess.STDOUT,
                                   start_new_session=True)  # fmt: skip
         deadline = time.monotonic() + 600
@@ -283,7 +285,8 @@ def test_controller_killed_mid_sweep_then_resumed_loses_and_repeats_nothing(
         killed.wait()
     before = first_fact.read_bytes()
 
-    argv = playbook_argv(sweep_inventory, tmp_path, *common, "-e", "resume=R")
+    # The resume names only the sweep (and the hosts its play targets): it measures as the sweep did.
+    argv = playbook_argv(sweep_inventory, tmp_path, "-e", "target=sshost1", "-e", "resume=R")
     resumed = subprocess.run(argv, cwd=REPO, env=sweep_env(),
                              capture_output=True, text=True, timeout=900)  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout[-4000:]
@@ -291,7 +294,13 @@ def test_controller_killed_mid_sweep_then_resumed_loses_and_repeats_nothing(
     assert first_fact.read_bytes() == before  # not measured twice
     facts = sorted(p.name for p in (tmp_path / "R" / "sshost1").glob("*.json"))
     assert facts == ["baseline.json", "s1.json", "s2.json"]
-    assert all(json.loads((tmp_path / "R" / "sshost1" / f).read_text())["status"] == "ok" for f in facts)
+    docs = [json.loads((tmp_path / "R" / "sshost1" / f).read_text()) for f in facts]
+    assert all(d["status"] == "ok" for d in docs)
+    assert [sorted({r["workload"] for r in d["runs"]}) for d in docs] == [["code"]] * 3
+    assert [(d["benchmark"]["repeats"], d["benchmark"]["max_tokens"]) for d in docs] == [(1, 8)] * 3
+    # Before, the mix not given again was recorded as none, and recommend weighed equal shares.
+    settings = json.loads((tmp_path / "R" / "sweep.json").read_text())["settings"]
+    assert (settings["mix"], settings["workloads"], settings["steps"]) == ({"code": 1.0}, ["code"], [1, 2])
     ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
     assert "specsweep_llama_server" not in ps, ps  # the killed run's server was stopped too
 

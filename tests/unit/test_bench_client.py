@@ -2,7 +2,9 @@
 
 llama_stream_*.sse were recorded from a real llama.cpp server (xllamacpp, gemma3 270M):
 one with ngram-mod speculation (n_max 4), one without. sglang_stream_*.sse are excerpts
-written to match sglang 0.5.23's /generate streaming code, not recordings.
+written to match sglang 0.5.23's /generate streaming code, not recordings: the finished event's
+meta_info as sglang/srt/managers/tokenizer_manager.py (_calculate_spec_decoding_metrics) fills it,
+spec_correct_drafts_histogram included.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def test_llama_stream_without_speculation_has_no_draft_counters() -> None:
     assert result["text"] == " d | yes |\n| 5 | e | yes"
     assert bench.aggregate_spec([counts, counts]) == {
         "drafted": None, "accepted": None, "verify_steps": None,
-        "accept_length": None, "accept_rate": None,
+        "accept_length": None, "accept_rate": None, "accepted_histogram": None,
     }  # fmt: skip
 
 
@@ -132,7 +134,16 @@ def test_llama_counters_sum_over_the_run_not_averaged() -> None:
     assert spec == {
         "drafted": 44, "accepted": 30, "verify_steps": 34,
         "accept_length": pytest.approx(64 / 34), "accept_rate": pytest.approx(30 / 44),
+        "accepted_histogram": None,  # llama.cpp reports totals only
     }  # fmt: skip
+
+
+def test_sglang_histograms_sum_position_by_position_over_the_run_and_fit_the_schema() -> None:
+    _, first = consume("sglang_stream_eagle.sse", "sglang")  # [0, 1, 2, 2]: 5 steps
+    short = {"output_tokens": 4, "drafted": 6, "accepted": 1, "verify_steps": 2, "accepted_histogram": [1, 1]}
+    spec = bench.aggregate_spec([first, short, {**short, "accepted_histogram": None}])
+    assert spec["accepted_histogram"] == [1, 2, 2, 2]
+    assert from_dict(SpecStats, spec).accepted_histogram == [1, 2, 2, 2]
 
 
 def test_speculation_that_drafted_nothing_has_length_one_and_no_rate() -> None:
@@ -155,6 +166,7 @@ def test_sglang_cumulative_and_incremental_streams_give_the_same_text(name: str,
         "drafted": 15,
         "accepted": 11,
         "verify_steps": 5,
+        "accepted_histogram": [0, 1, 2, 2],
         "input_tokens": 14,
     }
     assert len(result["itl_s"]) == events - 1
@@ -168,7 +180,7 @@ def test_sglang_stream_without_speculation_has_no_spec_counters() -> None:
     result, counts = consume("sglang_stream_no_spec.sse", "sglang")
     assert result["text"] == SGLANG_TEXT
     assert counts == {"output_tokens": 17, "drafted": None, "accepted": None, "verify_steps": None,
-                      "input_tokens": 14}  # fmt: skip
+                      "accepted_histogram": None, "input_tokens": 14}  # fmt: skip
     assert bench.aggregate_spec([counts])["accept_length"] is None
 
 
@@ -206,13 +218,37 @@ LLAMA_CHAT = [
     b'"timings":{"prompt_n":30,"predicted_n":12,"draft_n":7,"draft_n_accepted":7}}\n',
     b"data: [DONE]\n",
 ]
-# SGLang's: usage in a chunk of its own, the spec counters under sglext.
+# SGLang 0.5.23's, chunk for chunk as sglang/srt/entrypoints/openai/serving_chat.py
+# (_handle_streaming_request) writes it with return_spec_tokens_details and include_usage: the role
+# chunk, content chunks and the finish chunk (sse_utils.build_sse_content, msgspec), then the sglext
+# chunk of its own (choices [], SglExt dropping its unset fields; SpecTokensDetails from
+# openai/utils.spec_tokens_details_from_meta_info, every field), then usage, then [DONE]. The
+# histogram is tokenizer_manager._calculate_spec_decoding_metrics' spec_correct_drafts_histogram:
+# [k] = verify steps that accepted k drafts (schedule_batch.update_spec_correct_drafts_histogram).
+# 5 steps of 3 drafts accepting 1, 2, 2, 3, 3: 11 of 15; 1 + 5 + 11 = 17 tokens.
+_HEAD = b'data: {"id":"c1","object":"chat.completion.chunk","created":1764806400,"model":"m",'
 SGLANG_CHAT = [
-    b'data: {"choices":[{"index":0,"delta":{"content":"Rain"},"finish_reason":null}]}\n',
-    b'data: {"choices":[{"index":0,"delta":{"content":" falls"},"finish_reason":"length"}],'
-    b'"sglext":{"spec_tokens_details":{"spec_verify_ct":5,"spec_num_correct_drafts":11,'
-    b'"spec_num_proposed_drafts":15}}}\n',
-    b'data: {"choices":[],"usage":{"prompt_tokens":14,"completion_tokens":17,"total_tokens":31}}\n',
+    _HEAD + b'"choices":[{"index":0,"delta":{"reasoning_content":null,"role":"assistant","content":""},'
+    b'"logprobs":null,"finish_reason":null,"matched_stop":null}]}\n',
+    b"\n",
+    _HEAD + b'"choices":[{"index":0,"delta":{"reasoning_content":null,"content":"Rain"},'
+    b'"logprobs":null,"finish_reason":null,"matched_stop":null}]}\n',
+    b"\n",
+    _HEAD + b'"choices":[{"index":0,"delta":{"reasoning_content":null,"content":" falls"},'
+    b'"logprobs":null,"finish_reason":null,"matched_stop":null}]}\n',
+    b"\n",
+    _HEAD + b'"choices":[{"index":0,"delta":{"reasoning_content":null},"logprobs":null,'
+    b'"finish_reason":"length","matched_stop":null}]}\n',
+    b"\n",
+    _HEAD
+    + b'"choices":[],"usage":null,"sglext":{"spec_tokens_details":{"spec_accept_rate":0.7333333333333333,'
+    b'"spec_accept_length":3.4,"spec_cap_length":0.0,"spec_block_accept_length":0.0,'
+    b'"spec_num_correct_drafts":11,"spec_num_proposed_drafts":15,"spec_verify_ct":5,'
+    b'"spec_correct_drafts_histogram":[0,1,2,2],"spec_cap_lens_histogram":[]}}}\n',
+    b"\n",
+    _HEAD + b'"choices":[],"usage":{"prompt_tokens":14,"total_tokens":31,"completion_tokens":17,'
+    b'"prompt_tokens_details":null,"reasoning_tokens":0,"completion_tokens_details":null}}\n',
+    b"\n",
     b"data: [DONE]\n",
 ]
 
@@ -223,7 +259,7 @@ SGLANG_CHAT = [
         ("llama_cpp", LLAMA_CHAT, {"output_tokens": 12, "drafted": 7, "accepted": 7, "verify_steps": 5,
                                    "input_tokens": 30}),
         ("sglang", SGLANG_CHAT, {"output_tokens": 17, "drafted": 15, "accepted": 11, "verify_steps": 5,
-                                 "input_tokens": 14}),
+                                 "accepted_histogram": [0, 1, 2, 2], "input_tokens": 14}),
     ],
 )  # fmt: skip
 def test_a_chat_stream_gives_its_text_and_the_engines_draft_counters(

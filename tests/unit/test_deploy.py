@@ -275,6 +275,20 @@ def test_gate_tolerance_and_a_sweep_without_an_interval() -> None:
     assert gate.judge(no_ci, bench([95.0], accept=1.0)).passed  # no accept interval: not judged
 
 
+def test_a_gate_for_a_mix_weighs_its_workloads_as_the_sweeps_mix_row_does() -> None:
+    # Three repeats of each workload, as the gate's benchmark sends the sweep's workloads.
+    doc = {"runs": [to_dict(run([tps], repeat=i, workload=w)) for w, tps in (("chat", 90.0), ("code", 150.0))
+                    for i in range(3)]}  # fmt: skip
+    mixed = 1 / (0.1 / 90 + 0.9 / 150)  # 140.6: what recommend names for chat=0.1,code=0.9
+    sweep = {**SWEEP, "tok_s": mixed, "tok_s_ci_lo": mixed - 3, "accept_length": None}
+    verdict = gate.judge(sweep, doc, shares={"chat": 0.1, "code": 0.9})
+    # Before, the median over the runs of both (120) was held against the mix's 137.6 floor.
+    assert verdict.passed and verdict.tok_s == pytest.approx(mixed), verdict.detail
+    assert gate.judge(sweep, doc).tok_s == pytest.approx(120.0)  # no mix: the median, as before
+    # A workload of the mix the gate did not measure: no figure to pass on.
+    assert not gate.judge(sweep, doc, shares={"chat": 0.5, "math": 0.5}).passed
+
+
 def test_deployments_are_recorded_and_listed_per_host_latest_first(
     sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

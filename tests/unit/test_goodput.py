@@ -171,7 +171,7 @@ def test_report_shows_goodput_and_the_sla_verdict_only_when_an_sla_is_given(
     assert cli.main(["report", str(sweep)]) == 0
     assert "SLA and goodput" not in capsys.readouterr().out
     html = render_html(build_tables(load_sweeps([sweep]), sla=SLA), [])
-    assert "<h2>SLA, goodput and adaptive</h2>" in html
+    assert "<h2>SLA, goodput, adaptive and acceptance</h2>" in html
     assert "SLA and goodput | sweep sweep-1 | host gpu-a | sglang Kimi-K2.5" in html
     csv = pd.read_csv(pd.io.common.StringIO(render(build_tables(load_sweeps([sweep]), sla=SLA), "csv")))
     assert csv.set_index(["config", "concurrency"]).loc[("s2", 4), "goodput_rps"] == 0.0

@@ -21,6 +21,7 @@ from analysis.search import levels, objective
 from analysis.search import state as search_state
 from analysis.search.decide import Decision, Probe, decide
 from tests.unit import factories
+from tests.unit.local_play import run_local_play
 
 STEPS = list(range(1, 11))
 Curve = list[float | None]  # objective by step 1..10; None: the launch fails
@@ -800,6 +801,36 @@ def test_the_search_optimises_the_operators_mix_not_the_pooled_workloads(
     assert max(["s2", "s4"], key=lambda cid: observed.probes[cid].median) == best
     assert observed.unit == "decode tok/s / host baseline"  # the baseline judged on the same mix
     assert observed.probes["s4"].median == pytest.approx(1.05)
+
+
+@pytest.mark.parametrize(
+    ("shares", "best"), [({"chat": 0.9, "code": 0.1}, "s4"), ({"chat": 0.1, "code": 0.9}, "s2")]
+)
+def test_the_sweeps_search_judges_probes_on_the_mix_its_plan_recorded(
+    tmp_path: Path, shares: dict[str, float], best: str
+) -> None:
+    # The speeds of the test above: equal shares name s2 (112.5 against 105 tok/s), so a plugin
+    # that left settings.mix unread answers s2 for the chat-heavy mix too.
+    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
+    facts = [workload_fact(s, {"chat": a, "code": b}) for s, (a, b) in speeds.items()]
+    sweep = factories.write_sweep(tmp_path, [msgspec.structs.replace(f, host="localhost") for f in facts])
+    entries = [{"config": {"id": f"s{s}", "steps": s, "env_profile": "default"}, "searched": True}
+               for s in (2, 4)]  # fmt: skip
+    plan = {
+        "sweep": {
+            "hosts": ["localhost"],
+            "settings": {"mode": "replicate", "mix": shares, "concurrency": [1]},
+        },
+        "hosts": {"localhost": {"entries": entries}},
+    }
+    where = {"dir": str(sweep), "host": "localhost", "run_id": "run-1"}
+    proc = run_local_play(tmp_path, [
+        {"specsweep_search": {"where": where, "profile": "default"}, "vars": {"specsweep_plan": plan},
+         "register": "answer"},
+        {"ansible.builtin.assert": {"that": ["answer.action == 'done'", f"answer.best == '{best}'"]}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert json.loads((sweep / "search-localhost.json").read_text())["mix"] == shares
 
 
 @pytest.mark.parametrize(("given", "best"), [("chat=0.9,code=0.1", "s4"), ("chat=0.1,code=0.9", "s2")])

@@ -108,6 +108,40 @@ def test_a_bad_default_from_a_calling_playbook_is_refused_by_name() -> None:
     ]
 
 
+def test_a_resume_keeps_the_sweeps_settings_it_is_not_given_again() -> None:
+    first = {"steps": "1,2", "workloads": "chat,code", "mix": "chat=0.7,code=0.3", "repeats": 1,
+             "concurrency": "1,4", "order_seed": 7, "target": "gpu", "sweep_id": "R", "plan_only": True,
+             "host_configs": {"h": "s3"}, "bench_requests": 12, "sla_ttft_p99_ms": 250,
+             "race": True}  # fmt: skip
+    recorded = request.read(first).values  # as sweep.json records them
+    given = {"resume": "R", "repeats": 2}
+    req = request.read(given, request.resumed(recorded, given))
+    assert req.errors == []
+    # Before, a mix not given again was recorded as {} and recommend fell back to equal shares.
+    assert req["mix"] == pytest.approx({"chat": 0.7, "code": 0.3})
+    kept = ("steps", "workloads", "concurrency", "order_seed", "order")
+    assert {k: req[k] for k in kept} == {k: recorded[k] for k in kept}
+    assert req["repeats"] == 2  # what -e says now wins
+    # The run's own: the hosts this play targets, and how it found the sweep.
+    assert (req["target"], req["sweep_id"], req["resume"], req["plan_only"]) == ("sweep", "", "R", False)
+    # What read() always puts back: the whole request round-trips through its own record.
+    assert request.read({}, request.resumed(recorded, {})).values == {
+        **recorded,
+        **{k: DEFAULTS[k] for k in request.RUN_ONLY},
+    }
+
+
+def test_a_resume_derives_again_what_follows_from_a_setting_it_is_given() -> None:
+    recorded = request.read({"launches": 1, "search": "steps", "steps_range": "1..4"}).values
+    assert (recorded["finalists"], recorded["steps"]) == (True, [1, 2, 3, 4])
+    given = {"launches": 3, "steps": "2,3"}
+    req = request.read(given, request.resumed(recorded, given))
+    # Three launches: no finalists' launch unless asked; the steps given are the search's candidates.
+    assert (req["finalists"], req["steps"], req["search"], req.errors) == (False, [2, 3], "steps", [])
+    # A setting an older sweep.json holds that is no longer one is not read as a typo of the request.
+    assert request.read({}, request.resumed({**recorded, "gone": 1}, {})).errors == []
+
+
 def test_a_search_takes_its_candidates_from_steps_range() -> None:
     req = request.read({"search": "steps", "steps_range": "1..5"})
     assert (req["steps"], req["steps_range"], req.errors) == ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5], [])

@@ -51,6 +51,12 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _ints(value: Any) -> list[int] | None:
+    """`value` if it is a list of integers, else None."""
+    ok = isinstance(value, list) and all(_int(v) is not None for v in value)
+    return value if ok else None
+
+
 def _check_error(event: Doc) -> None:
     """Raise StreamError for an engine's {"error": ...} event."""
     err = event.get("error")
@@ -117,6 +123,7 @@ def sglang_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
         "drafted": _int(meta.get("spec_num_proposed_drafts")),
         "accepted": _int(meta.get("spec_num_correct_drafts")),
         "verify_steps": _int(meta.get("spec_verify_ct")),
+        "accepted_histogram": _ints(meta.get("spec_correct_drafts_histogram")),
         "input_tokens": _int(meta.get("prompt_tokens")),
     }
 
@@ -151,7 +158,8 @@ def chat_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
     if spec:
         counts.update(drafted=_int(spec.get("spec_num_proposed_drafts")),
                       accepted=_int(spec.get("spec_num_correct_drafts")),
-                      verify_steps=_int(spec.get("spec_verify_ct")))  # fmt: skip
+                      verify_steps=_int(spec.get("spec_verify_ct")),
+                      accepted_histogram=_ints(spec.get("spec_correct_drafts_histogram")))  # fmt: skip
     if counts.get("output_tokens") is None:
         return delta, None
     return delta, {"drafted": None, "accepted": None, "verify_steps": None, **counts}
@@ -220,10 +228,14 @@ def aggregate_spec(counters: list[Doc]) -> Doc:
         sums[key] = sum(values) if values else None
     drafted, accepted, steps = sums["drafted"], sums["accepted"], sums["verify_steps"]
     verified = [c.get("output_tokens") or 0 for c in counters if c.get("verify_steps")]
+    # SGLang's verify steps by drafts accepted ([k]: steps that accepted k), summed position-wise.
+    histograms = [c["accepted_histogram"] for c in counters if c.get("accepted_histogram")]
+    width = max((len(h) for h in histograms), default=0)
     return {
         **sums,
         "accept_length": sum(verified) / steps if steps else None,
         "accept_rate": accepted / drafted if drafted and accepted is not None else None,
+        "accepted_histogram": [sum(h[k] for h in histograms if k < len(h)) for k in range(width)] or None,
     }
 
 
