@@ -136,6 +136,20 @@ def test_failed_request_is_recorded_and_the_run_goes_on(llama_url: str, tmp_path
     assert ok.error is None and ok.output_tokens == 8, ok
 
 
+def test_output_len_dataset_gives_each_record_its_own_length(llama_url: str, tmp_path: Path) -> None:
+    # -e output_len=dataset: the controller writes each record's reference length as its max_tokens.
+    prompts = tmp_path / "lengths.jsonl"
+    records = [{"id": "short", "prompt": "a, b, c, a, b, c,", "max_tokens": 5, "workload": "code"},
+               {"id": "long", "prompt": "1 2 3 1 2 3 1 2", "max_tokens": 19, "workload": "code"}]  # fmt: skip
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in records))
+    proc, doc = run_client(llama_url, prompts, "--max-tokens", "8", "--warmup", "0",
+                           "--repeats", "1", "--requests", "2")  # fmt: skip
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    sent = {q.prompt_id: q.output_tokens for q in from_dict(Run, doc["runs"][0]).requests}
+    assert sent == {"short": 5, "long": 19}, sent  # not the run's 8: the EOS is still ignored
+    assert [s["output_len"] for s in doc["benchmark"]["workloads"]] == ["dataset"]
+
+
 def test_unreachable_server_exits_nonzero_with_a_json_error(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     proc, doc = run_client(url, PROMPTS, "--max-tokens", "4", "--warmup", "1", "--repeats", "2",
