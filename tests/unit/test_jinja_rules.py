@@ -28,9 +28,6 @@ KNOWN = {
     ("playbooks/release.yml", "{{ lookup('ansible.builtin.file', specsweep_rele"): DATA,
     ("playbooks/sweep.yml", "{{ specsweep_host.order | selectattr('speculativ"): TO_MOVE,
     ("playbooks/tasks/config.yml", "{{ specsweep_settings.mode == 'shard' and specsw"): TO_MOVE,
-    ("roles/benchmark/tasks/main.yml", "{{ benchmark_server.pidfile if benchmark_server."): TO_MOVE,
-    ("roles/benchmark/tasks/main.yml", "{{ (benchmark_timeout_s | int / benchmark_progre"): TO_MOVE,
-    ("roles/deploy/tasks/gates.yml", "{{ {'launcher': 'nohup', 'pidfile': deploy_pidfi"): TO_MOVE,
     ("roles/deploy/tasks/main.yml", "{{ deploy_launcher if deploy_launcher != 'auto' "): TO_MOVE,
     ("roles/deploy/tasks/main.yml", "{{ (deploy_now_raw.content | b64decode | from_js"): DATA,
     ("roles/deploy/tasks/main.yml", "{{ deploy_target | dict2items | rejectattr('key'"): TO_MOVE,
@@ -59,7 +56,6 @@ KNOWN = {
     ("roles/sglang_server/tasks/main.yml", "{{ [{'path': sglang_server_model_path, 'format':"): TO_MOVE,
     ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'nohup') | terna"): DATA,
     ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'systemd') | ter"): DATA,
-    ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_timeout_s | int / wait_for_h"): TO_MOVE,
 }
 
 
