@@ -43,13 +43,8 @@ KNOWN = {
         "{{ (deploy_before.config ~ ' of sweep ' ~ deploy",
     ): TEXT,
     ("roles/deploy/tasks/settle.yml", "{{ (deploy_settle_raw.content | b64decode | from"): DATA,
-    ("roles/llama_server/tasks/install.yml", "{{ [llama_server_venv ~ '/bin/python', '-m', 'pi"): TO_MOVE,
-    ("roles/llama_server/tasks/main.yml", "{{ {llama_server_launcher: lookup('ansible.built"): TO_MOVE,
-    ("roles/llama_server/tasks/main.yml", "{{ llama_server_command + ['--version'] if llama"): TO_MOVE,
-    ("roles/llama_server/tasks/main.yml", "{{ llama_server_packages | select('match', 'xlla"): TO_MOVE,
     ("roles/llama_server/tasks/main.yml", "{{ (llama_server_model_check.model_identity | de"): DATA,
     ("roles/llama_server/tasks/main.yml", "{{ llama_server_model_check.problems | default(l"): DATA,
-    ("roles/sglang_server/tasks/main.yml", "{{ [{'path': sglang_server_model_path, 'format':"): TO_MOVE,
     ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'nohup') | terna"): DATA,
     ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'systemd') | ter"): DATA,
 }
