@@ -26,3 +26,8 @@ def server_pidfile(server: Mapping[str, Any]) -> str | None:
     """The pid record a call watches the server by: its supervisor's, under nohup; None under
     systemd (or no server), which the unit's own state covers."""
     return server.get("pidfile") if server.get("launcher") == "nohup" else None
+
+
+def server_unit(server: Mapping[str, Any]) -> str | None:
+    """The systemd unit a call watches the server by, under systemd; None under nohup."""
+    return server.get("unit") if server.get("launcher") == "systemd" else None

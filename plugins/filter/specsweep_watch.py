@@ -7,11 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.watch import server_pidfile, slice_retries
+from analysis.watch import server_pidfile, server_unit, slice_retries
 
 
 class FilterModule:
     """Ansible entry point."""
 
     def filters(self) -> dict[str, Any]:
-        return {"specsweep_slice_retries": slice_retries, "specsweep_server_pidfile": server_pidfile}
+        return {
+            "specsweep_slice_retries": slice_retries,
+            "specsweep_server_pidfile": server_pidfile,
+            "specsweep_server_unit": server_unit,
+        }

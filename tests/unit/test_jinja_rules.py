@@ -45,8 +45,6 @@ KNOWN = {
     ("roles/deploy/tasks/settle.yml", "{{ (deploy_settle_raw.content | b64decode | from"): DATA,
     ("roles/llama_server/tasks/main.yml", "{{ (llama_server_model_check.model_identity | de"): DATA,
     ("roles/llama_server/tasks/main.yml", "{{ llama_server_model_check.problems | default(l"): DATA,
-    ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'nohup') | terna"): DATA,
-    ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'systemd') | ter"): DATA,
 }
 
 

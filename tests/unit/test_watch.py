@@ -33,15 +33,18 @@ def test_a_slice_of_no_time_is_refused_naming_it(slice_s: object) -> None:
 
 
 @pytest.mark.parametrize(
-    ("server", "pidfile"),
+    ("server", "pidfile", "unit"),
     [
-        ({"launcher": "nohup", "pidfile": "/var/tmp/s.pid", "log": "/var/tmp/s.log"}, "/var/tmp/s.pid"),
-        ({"launcher": "systemd", "pidfile": "/var/tmp/s.pid", "unit": "specsweep.service"}, None),
-        ({}, None),
+        ({"launcher": "nohup", "pidfile": "/var/tmp/s.pid", "log": "/var/tmp/s.log"}, "/var/tmp/s.pid", None),
+        ({"launcher": "systemd", "pidfile": "/var/tmp/s.pid", "unit": "s.service"}, None, "s.service"),
+        ({"launcher": "nohup", "pidfile": "/var/tmp/s.pid", "unit": "s.service"}, "/var/tmp/s.pid", None),
+        ({}, None, None),
     ],
 )
-def test_a_server_is_watched_by_its_pid_record_only_under_nohup(server: dict, pidfile: str | None) -> None:
-    assert watch.server_pidfile(server) == pidfile
+def test_a_server_is_watched_by_its_pid_record_under_nohup_and_its_unit_under_systemd(
+    server: dict, pidfile: str | None, unit: str | None
+) -> None:
+    assert (watch.server_pidfile(server), watch.server_unit(server)) == (pidfile, unit)
 
 
 def test_the_filters_hand_the_roles_these_functions() -> None:
@@ -49,4 +52,5 @@ def test_the_filters_hand_the_roles_these_functions() -> None:
     assert filters == {
         "specsweep_slice_retries": watch.slice_retries,
         "specsweep_server_pidfile": watch.server_pidfile,
+        "specsweep_server_unit": watch.server_unit,
     }
