@@ -6,9 +6,10 @@ add_measurement_options), so one argv builder serves the benchmark role's two cl
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from analysis.sweep.preflight import file_digests
 
 CLIENTS = ("specsweep", "sglang")
 
@@ -58,7 +59,6 @@ def installed_files(install: Mapping[str, Any]) -> dict[str, str]:
     controller text (`texts`, in the files' order): what specsweep_host_facts compares, so a host
     that has them all copies nothing."""
     texts: Sequence[str] = install["texts"]
-    return {
-        f"{install['work_dir']}/{f['dest']}": hashlib.sha1(text.encode()).hexdigest()
-        for f, text in zip(install["files"], texts, strict=True)
-    }
+    return file_digests(
+        {f"{install['work_dir']}/{f['dest']}": text for f, text in zip(install["files"], texts, strict=True)}
+    )

@@ -28,13 +28,7 @@ KNOWN = {
     ("playbooks/release.yml", "{{ lookup('ansible.builtin.file', specsweep_rele"): DATA,
     ("playbooks/sweep.yml", "{{ specsweep_host.order | selectattr('speculativ"): TO_MOVE,
     ("playbooks/tasks/config.yml", "{{ specsweep_settings.mode == 'shard' and specsw"): TO_MOVE,
-    ("roles/benchmark/tasks/main.yml", "{{ benchmark_server.pidfile if benchmark_server."): TO_MOVE,
-    ("roles/benchmark/tasks/main.yml", "{{ (benchmark_timeout_s | int / benchmark_progre"): TO_MOVE,
-    ("roles/deploy/tasks/gates.yml", "{{ {'launcher': 'nohup', 'pidfile': deploy_pidfi"): TO_MOVE,
-    ("roles/deploy/tasks/main.yml", "{{ deploy_launcher if deploy_launcher != 'auto' "): TO_MOVE,
     ("roles/deploy/tasks/main.yml", "{{ (deploy_now_raw.content | b64decode | from_js"): DATA,
-    ("roles/deploy/tasks/main.yml", "{{ deploy_target | dict2items | rejectattr('key'"): TO_MOVE,
-    ("roles/deploy/tasks/main.yml", "{{ deploy_before.argv_sha256 | default('') == de"): TO_MOVE,
     (
         "roles/deploy/tasks/rollout.yml",
         "{{ 'already serving' if deploy_same else ('would",
@@ -49,17 +43,8 @@ KNOWN = {
         "{{ (deploy_before.config ~ ' of sweep ' ~ deploy",
     ): TEXT,
     ("roles/deploy/tasks/settle.yml", "{{ (deploy_settle_raw.content | b64decode | from"): DATA,
-    ("roles/deploy/tasks/settle.yml", "{{ 'nothing deployed by specsweep' if deploy_set"): TO_MOVE,
-    ("roles/llama_server/tasks/install.yml", "{{ [llama_server_venv ~ '/bin/python', '-m', 'pi"): TO_MOVE,
-    ("roles/llama_server/tasks/main.yml", "{{ {llama_server_launcher: lookup('ansible.built"): TO_MOVE,
-    ("roles/llama_server/tasks/main.yml", "{{ llama_server_command + ['--version'] if llama"): TO_MOVE,
-    ("roles/llama_server/tasks/main.yml", "{{ llama_server_packages | select('match', 'xlla"): TO_MOVE,
     ("roles/llama_server/tasks/main.yml", "{{ (llama_server_model_check.model_identity | de"): DATA,
     ("roles/llama_server/tasks/main.yml", "{{ llama_server_model_check.problems | default(l"): DATA,
-    ("roles/sglang_server/tasks/main.yml", "{{ [{'path': sglang_server_model_path, 'format':"): TO_MOVE,
-    ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'nohup') | terna"): DATA,
-    ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_launcher == 'systemd') | ter"): DATA,
-    ("roles/wait_for_health/tasks/main.yml", "{{ (wait_for_health_timeout_s | int / wait_for_h"): TO_MOVE,
 }
 
 

@@ -1,0 +1,44 @@
+"""What a rollout decides on the host: its launcher, the state it keeps (deployed.json), whether
+that launch already serves there, and what a host serves once an interrupted rollout settled.
+
+roles/deploy reads these through the specsweep_deploy filters; what each host gets is decided
+before, on the controller (analysis.deploy.choice).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+LAUNCHERS = ("systemd", "nohup")
+
+
+def launcher(asked: str, systemd_run: Mapping[str, Any]) -> str:
+    """The launcher asked for (deploy_launcher); `auto` is systemd where the host runs it, else nohup.
+    `systemd_run` is the stat of /run/systemd/system (a skipped task's result where not asked)."""
+    if asked == "auto":
+        return "systemd" if systemd_run.get("stat", {}).get("isdir", False) else "nohup"
+    if asked not in LAUNCHERS:
+        raise ValueError(f"deploy_launcher: {asked!r} is not one of: auto, {', '.join(LAUNCHERS)}")
+    return asked
+
+
+def state(target: Mapping[str, Any], how: str, run_id: str) -> dict[str, Any]:
+    """What deployed.json keeps of a launch: the plan's entry without its api key (the file is the
+    record of what serves, not a secret's), with its launcher and this rollout's run id."""
+    return {**{k: v for k, v in target.items() if k != "api_key"}, "launcher": how, "run_id": run_id}
+
+
+def serves_already(before: Mapping[str, Any], target: Mapping[str, Any], how: str) -> bool:
+    """Whether the host serves this launch already (the same argv and env, by their hash, under the
+    same launcher): then it is made sure to run, and nothing restarts."""
+    return before.get("argv_sha256", "") == target["argv_sha256"] and before.get("launcher", "") == how
+
+
+def settled_words(settled: Mapping[str, Any], run_id: str) -> str:
+    """What a host serves after the settle, in words: this rollout's config (new), the one that
+    passed before it (old), or nothing of specsweep's (no deployed.json)."""
+    if not settled:
+        return "nothing deployed by specsweep"
+    which = "new" if settled.get("run_id", "") == run_id else "old"
+    return f"{which}: {settled['config']} of sweep {settled['sweep_id']}"

@@ -1,0 +1,61 @@
+"""An engine role's preflight on a host: what it asks specsweep_host_facts to check, the argv that
+installs what was missing, and the engine version it tells the sweep.
+
+llama_server installs its pinned engine, model and launcher (llama_server_install); sglang_server
+only checks (SGLang is the operator's). Settings are a role's variables by short name, as the
+roles hand them to the specsweep_preflight filters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# The llama.cpp server's package among llama_server_packages: its pin is the engine's version.
+LLAMA_CPP_PACKAGE = "xllamacpp"
+
+
+def file_digests(texts: Mapping[str, str]) -> dict[str, str]:
+    """Each host path with the sha1 of the text the controller puts there: what specsweep_host_facts
+    compares (its `files`), so a host that has them all copies nothing."""
+    return {path: hashlib.sha1(text.encode()).hexdigest() for path, text in texts.items()}
+
+
+def llama_cpp_install_check(s: Mapping[str, Any]) -> dict[str, Any]:
+    """What of llama_server's install the preflight checks: the venv's python, the pins and the
+    launcher's digest; none of it when the role installs nothing (`install` false)."""
+    if not s["install"]:
+        return {"python": None, "packages": [], "files": {}}
+    return {
+        "python": f"{s['venv']}/bin/python",
+        "packages": list(s["packages"]),
+        "files": file_digests({s["launcher"]: s["launcher_text"]}),
+    }
+
+
+def version_argv(command: Sequence[str], launcher: str) -> list[str] | None:
+    """An operator's own llama-server (a command that does not run the bundled launcher) with
+    --version, which prints its build; None for the launcher, whose version is its pin."""
+    return None if launcher in command else [*command, "--version"]
+
+
+def llama_cpp_version(found: Mapping[str, Any], packages: Sequence[str]) -> str | None:
+    """The llama.cpp engine a host runs: the build its own llama-server reported (engine_build,
+    returned where version_argv asked for it), else the pinned engine package (None without one)."""
+    if "engine_build" in found:
+        return found["engine_build"]
+    return next((p for p in packages if p.startswith(LLAMA_CPP_PACKAGE)), None)
+
+
+def pip_install_argv(s: Mapping[str, Any]) -> list[str]:
+    """The pip command that installs the `packages` into the venv of `python`, quietly, with the
+    operator's `extra_args` (an offline wheelhouse, an index) before them."""
+    quiet = ["--quiet", "--disable-pip-version-check"]
+    return [str(s["python"]), "-m", "pip", "install", *quiet, *s["extra_args"], *s["packages"]]
+
+
+def local_checkpoints(paths: Sequence[str | None]) -> list[dict[str, str]]:
+    """The model paths that are checkpoint folders on the host (absolute), to be checked there; a
+    Hugging Face repo id (or no path: no draft model) is left to SGLang, which fetches it."""
+    return [{"path": p, "format": "hf"} for p in paths if p and p.startswith("/")]

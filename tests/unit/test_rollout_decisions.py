@@ -1,0 +1,82 @@
+"""What a rollout decides on the host (analysis.deploy.rollout): launcher, kept state, no-op, settle."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_loader import load_plugin
+
+from analysis.deploy import rollout
+
+TARGET = {"config": "s2", "sweep_id": "sweep-1", "argv_sha256": "ab12", "port": 8000, "api_key": "k"}
+BOOTED = {"stat": {"exists": True, "isdir": True}}
+NOT_BOOTED = {"stat": {"exists": False}}
+SKIPPED = {"skipped": True, "changed": False}
+
+
+@pytest.mark.parametrize(
+    ("asked", "systemd_run", "how"),
+    [
+        ("auto", BOOTED, "systemd"),
+        ("auto", NOT_BOOTED, "nohup"),
+        ("nohup", SKIPPED, "nohup"),
+        ("systemd", SKIPPED, "systemd"),
+        ("nohup", BOOTED, "nohup"),
+    ],
+)
+def test_auto_is_systemd_where_the_host_runs_it_and_an_asked_launcher_stands(
+    asked: str, systemd_run: dict, how: str
+) -> None:
+    assert rollout.launcher(asked, systemd_run) == how
+
+
+def test_an_unknown_launcher_is_refused_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match="deploy_launcher: 'docker' is not one of: auto, systemd, nohup"):
+        rollout.launcher("docker", SKIPPED)
+
+
+def test_the_kept_state_is_the_entry_without_its_api_key_with_launcher_and_run_id() -> None:
+    kept = rollout.state({**TARGET, "launcher": "stale"}, "systemd", "run-7")
+    assert kept == {
+        **{k: v for k, v in TARGET.items() if k != "api_key"},
+        "launcher": "systemd",
+        "run_id": "run-7",
+    }
+    assert "api_key" in TARGET, "the plan's entry itself is left as it was"
+
+
+@pytest.mark.parametrize(
+    ("before", "how", "same"),
+    [
+        ({"argv_sha256": "ab12", "launcher": "nohup"}, "nohup", True),
+        ({"argv_sha256": "ab12", "launcher": "nohup"}, "systemd", False),
+        ({"argv_sha256": "cd34", "launcher": "nohup"}, "nohup", False),
+        ({}, "nohup", False),
+    ],
+)
+def test_the_same_launch_serves_already_only_with_the_same_hash_and_launcher(
+    before: dict, how: str, same: bool
+) -> None:
+    assert rollout.serves_already(before, TARGET, how) is same
+
+
+@pytest.mark.parametrize(
+    ("settled", "words"),
+    [
+        ({}, "nothing deployed by specsweep"),
+        ({"config": "s2", "sweep_id": "sweep-1", "run_id": "run-7"}, "new: s2 of sweep sweep-1"),
+        ({"config": "s1", "sweep_id": "sweep-0", "run_id": "run-6"}, "old: s1 of sweep sweep-0"),
+        ({"config": "s1", "sweep_id": "sweep-0"}, "old: s1 of sweep sweep-0"),
+    ],
+)
+def test_the_settle_says_whether_the_host_serves_this_rollouts_config(settled: dict, words: str) -> None:
+    assert rollout.settled_words(settled, "run-7") == words
+
+
+def test_the_filters_hand_the_role_these_functions() -> None:
+    filters = load_plugin("plugins/filter/specsweep_deploy.py").FilterModule().filters()
+    assert filters == {
+        "specsweep_deploy_launcher": rollout.launcher,
+        "specsweep_deployed_state": rollout.state,
+        "specsweep_serves_already": rollout.serves_already,
+        "specsweep_settled_words": rollout.settled_words,
+    }
