@@ -59,3 +59,10 @@ def local_checkpoints(paths: Sequence[str | None]) -> list[dict[str, str]]:
     """The model paths that are checkpoint folders on the host (absolute), to be checked there; a
     Hugging Face repo id (or no path: no draft model) is left to SGLang, which fetches it."""
     return [{"path": p, "format": "hf"} for p in paths if p and p.startswith("/")]
+
+
+def target_identity(identities: Sequence[Any], model_path: str | None) -> Any:
+    """The target model's identity among those of `local_checkpoints([model, draft])`: the first, when
+    the model itself was checked; None for a repo id (the first would then be the draft's)."""
+    checked = local_checkpoints([model_path])
+    return identities[0] if checked and identities else None

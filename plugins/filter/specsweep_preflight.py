@@ -11,6 +11,7 @@ from analysis.sweep.preflight import (
     llama_cpp_version,
     local_checkpoints,
     pip_install_argv,
+    target_identity,
     version_argv,
 )
 
@@ -25,4 +26,5 @@ class FilterModule:
             "specsweep_version_argv": version_argv,
             "specsweep_pip_install_argv": pip_install_argv,
             "specsweep_local_checkpoints": local_checkpoints,
+            "specsweep_target_identity": target_identity,
         }

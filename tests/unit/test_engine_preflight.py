@@ -78,6 +78,20 @@ def test_only_local_checkpoint_folders_are_checked(paths: list, checked: list[st
     assert preflight.local_checkpoints(paths) == [{"path": p, "format": "hf"} for p in checked]
 
 
+@pytest.mark.parametrize(
+    ("model", "identities", "identity"),
+    [
+        ("/models/target", ["target-id", "draft-id"], "target-id"),
+        ("/models/target", [], None),  # nothing came back
+        ("moonshotai/Kimi-K2.5", ["draft-id"], None),  # only the local draft was checked
+    ],
+)
+def test_the_identity_recorded_is_the_target_models_never_the_drafts(
+    model: str, identities: list[str], identity: str | None
+) -> None:
+    assert preflight.target_identity(identities, model) == identity
+
+
 def test_the_filters_hand_the_roles_these_functions() -> None:
     filters = load_plugin("plugins/filter/specsweep_preflight.py").FilterModule().filters()
     assert filters == {
@@ -86,6 +100,7 @@ def test_the_filters_hand_the_roles_these_functions() -> None:
         "specsweep_version_argv": preflight.version_argv,
         "specsweep_pip_install_argv": preflight.pip_install_argv,
         "specsweep_local_checkpoints": preflight.local_checkpoints,
+        "specsweep_target_identity": preflight.target_identity,
     }
 
 
