@@ -2,19 +2,48 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from nspawnhost import APT_PACKAGES as NSPAWN_APT_PACKAGES
-from nspawnhost import Bind, MakeSystemdHost, NspawnHost
+from nspawnhost import Bind, MakeSystemdHost, NspawnHost, ensure_rootfs
 from nspawnhost import missing_prerequisites as nspawn_missing_prerequisites
 from testhosts import APT_PACKAGES, MakeHosts, NetnsHosts, missing_prerequisites
 
+# Integration files, slowest first (seconds on a 2-core CI machine); unlisted ones come after them,
+# the unit tests last. xdist hands whole files out in this order (--dist=loadfile,
+# --no-loadscope-reorder): the long ones start first and the many short unit files even out the end.
+SLOWEST_FIRST = (
+    "test_sweep_faults.py",
+    "test_interrupts.py",
+    "test_sweep.py",
+    "test_deploy_rollout.py",
+    "test_nightly.py",
+    "test_fleet_faults.py",
+    "test_load_levels.py",
+    "test_deploy_systemd.py",
+    "test_shard_faults.py",
+)
+
 # The hosts of the `ssh_hosts` fixture; add names here for more hosts (no underscores).
 SSH_HOST_NAMES = ("sshost1", "sshost2")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the tests as SLOWEST_FIRST says, each file's own tests in their order."""
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        path = item.path
+        if path.parent.name != "integration":
+            return (2, 0)
+        return (0, SLOWEST_FIRST.index(path.name)) if path.name in SLOWEST_FIRST else (1, 0)
+
+    items.sort(key=rank)  # stable: the collection's order within a rank
 
 
 def tear_down(started: Sequence[NetnsHosts | NspawnHost]) -> None:
@@ -74,6 +103,25 @@ def ansible_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def ansible_bin() -> Path:
     """Directory holding the venv's ansible executables (next to the running Python)."""
     return Path(sys.executable).parent
+
+
+def build_rootfs() -> None:
+    """ensure_rootfs(), quietly: a build that fails here is tried again, and told, by the first host."""
+    with contextlib.suppress(OSError, RuntimeError):
+        ensure_rootfs()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def rootfs_in_background(request: pytest.FixtureRequest) -> None:
+    """Build the systemd hosts' rootfs beside the first tests when this session boots such a host.
+
+    On a fresh machine that is a debootstrap of 2 min, much of it downloads; the first systemd host
+    (NspawnHost.start) waits for it instead of building it then. Under xdist every worker starts one:
+    one builds, the others wait on its lock.
+    """
+    boots = any("make_systemd_host" in item.fixturenames for item in request.session.items)
+    if boots and not nspawn_missing_prerequisites():
+        threading.Thread(target=build_rootfs, name="rootfs", daemon=True).start()
 
 
 # The host of the `systemd_host` fixture (alphanumeric, like SSH_HOST_NAMES).

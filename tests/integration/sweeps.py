@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,8 @@ ENGINE_PINS = yaml.safe_load((REPO / "roles/llama_server/defaults/main.yml").rea
     "llama_server_packages"
 ]
 WHEELHOUSE = REPO / ".cache" / "wheels"
+# What the llama_server role installs under llama_server_home (/opt/specsweep), from its tasks.
+ENGINE_FILES = ("llama.cpp-venv", "models", "specsweep_llama_server.py")
 
 
 # Two short repetitive prompts instead of the default four long ones: a test measures that a
@@ -87,3 +91,35 @@ def host_vars(hosts: NetnsHosts, wheelhouse: Path) -> dict[str, dict]:
         }
         for name in hosts.names
     }
+
+
+def copy_engine(installed: Path, opt_dirs: Iterable[Path]) -> None:
+    """Give hosts the engine another host installed: hard links of its /opt/specsweep files.
+
+    installed and opt_dirs: hosts' /opt seen from the controller. The paths inside a venv are the
+    same on every host, and nothing writes into these files after the install (tests break copies).
+    For tests of what a fleet does, not of the install (sweep_inventory's), which is 600 MB per host.
+    """
+    for opt in opt_dirs:
+        home = opt / "specsweep"
+        home.mkdir(parents=True, exist_ok=True)
+        for name in ENGINE_FILES:
+            subprocess.run(["cp", "-al", str(installed / "specsweep" / name), str(home / name)], check=True)
+
+
+def start_sweep(inventory: Path, results: Path, *extra: str) -> subprocess.Popen:
+    """ansible-playbook sweep.yml in the background, logging to results/sweep.log."""
+    log = open(results / "sweep.log", "wb")  # noqa: SIM115 - the child writes it
+    return subprocess.Popen(playbook_argv(inventory, results, *extra), cwd=REPO, env=sweep_env(),
+                            stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
+
+
+def wait_for(
+    predicate: Callable[[], object], what: str, proc: subprocess.Popen, timeout: float = 600
+) -> None:
+    """Poll until predicate() holds; fail if the sweep ended first or the deadline passed."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert proc.poll() is None, f"the sweep ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
+        time.sleep(0.1)  # polling a condition, bounded by the deadline
