@@ -9,7 +9,7 @@ is an error that names it. The playbooks read only fields defined here (tests/un
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 
 import msgspec
@@ -97,18 +97,36 @@ class Document(_Part, kw_only=True):
     hosts: dict[str, HostPlan]
 
 
+def _untagged(value: Any) -> Any:
+    """Ansible's own subclasses of str, int and float (its tagged values) as the plain types, which
+    msgspec takes where it refuses the subclasses."""
+    for plain in (str, float, int):
+        if isinstance(value, plain):
+            return plain(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON type")
+
+
+def _plain(value: Any) -> Any:
+    """Ansible's values as plain JSON types, read through its containers' own methods: its lazy
+    dicts and lists template an item when it is read, which msgspec's C-level walk would skip."""
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value if value is None or isinstance(value, bool) else _untagged(value)
+
+
 def load(tp: type[T], data: Any) -> T:
     """A host plan, or any part of one, from what Ansible or JSON hands over; PlanError names the field."""
     try:
-        # Through JSON first: msgspec takes no subclass of float, and Ansible hands over its own (tagged).
-        return msgspec.convert(json.loads(json.dumps(data)), tp)
+        return msgspec.convert(_plain(data), tp)
     except (msgspec.ValidationError, TypeError) as exc:  # TypeError: not JSON at all
         raise PlanError(f"not a valid {tp.__name__}: {exc}") from None
 
 
 def dump(part: msgspec.Struct) -> dict[str, Any]:
     """A host plan (or a part) as plain JSON types, checked against its struct on the way out."""
-    out = msgspec.to_builtins(part)
+    out = msgspec.to_builtins(part, enc_hook=_untagged)
     load(type(part), out)  # a constructor does not check types: a wrong one fails here, not on a host
     return out
 

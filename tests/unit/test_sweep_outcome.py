@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from factories import host_plan, server
+from local_play import run_local_play
 
 from analysis.facts import record
 from analysis.sweep import outcome
@@ -148,3 +149,14 @@ def test_a_server_or_host_plan_read_back_with_a_field_wrong_is_refused_by_name()
     with pytest.raises(PlanError, match=r"Expected `array`, got `str` - at `\$.followed_by`"):
         outcome.stop_now({"status": "ok", "launcher": "nohup", "host": host_plan() | {"followed_by": "b"},
                           "search": False})  # fmt: skip
+
+
+def test_the_stop_rule_reads_the_host_plan_as_the_playbook_hands_it_over(tmp_path: Path) -> None:
+    # Templated vars arrive as Ansible's lazy containers, whose items are rendered only when read.
+    after = {"status": "ok", "launcher": "nohup", "host": "{{ specsweep_host }}", "search": False}
+    proc = run_local_play(tmp_path, [
+        {"ansible.builtin.set_fact": {"specsweep_plan": {"hosts": {"h": host_plan(followed_by=["b"])}}}},
+        {"ansible.builtin.assert": {"that": ["specsweep_after | specsweep_stop_now"]},
+         "vars": {"specsweep_host": "{{ specsweep_plan.hosts['h'] }}", "specsweep_after": after}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]

@@ -351,3 +351,26 @@ def test_a_host_plan_built_with_a_wrong_type_is_refused_before_any_host_gets_it(
     bad = msgspec.structs.replace(good, server=msgspec.structs.replace(good.server, port="8080"))
     with pytest.raises(hostplan.PlanError, match=r"Expected `int`, got `str` - at `\$.server.port`"):
         hostplan.dump(bad)
+
+
+class Tagged(str):
+    """Stands in for Ansible's tagged str (a subclass, which msgspec refuses as it is)."""
+
+
+class TaggedFloat(float):
+    """Stands in for Ansible's tagged float."""
+
+
+def test_ansibles_own_str_and_float_subclasses_are_read_and_written_as_plain_values(tmp_path: Path) -> None:
+    built = build([llama()], tmp_path, steps=2)["hosts"]["h0"]
+    tagged = {
+        **built,
+        "run_dir": Tagged("/srv"),
+        "server": {**built["server"], "health_timeout_s": TaggedFloat(9)},
+    }
+    read = hostplan.load(hostplan.HostPlan, tagged)
+    assert read.server is not None and read.server.health_timeout_s == 9.0
+    out = hostplan.dump(msgspec.structs.replace(read, lock_path=Tagged("/srv/lock")))
+    assert (type(out["run_dir"]), type(out["lock_path"]), type(out["server"]["health_timeout_s"])) == (
+        str, str, float,
+    )  # fmt: skip
