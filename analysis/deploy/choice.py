@@ -26,6 +26,7 @@ from analysis.report import mix as traffic
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.stats import t975
+from analysis.sweep.hostplan import Document, Entry, PlanError, load_document
 
 
 class DeployError(ValueError):
@@ -129,15 +130,15 @@ def _pick(step: pd.DataFrame, host: str, level: int | None, config: str | None) 
     return configs[0], int(answer["concurrency"].iloc[0]), str(answer["reason"].iloc[0])
 
 
-def _entry(plan: dict[str, Any], host: str, config: str) -> dict[str, Any]:
+def _entry(plan: Document, host: str, config: str) -> Entry:
     """The plan's launch of `config` on `host`, refused where a lone host cannot run it."""
-    hp = plan["hosts"][host]
-    if hp.get("follows") or hp.get("followed_by"):
+    hp = plan.hosts[host]
+    if hp.follows or hp.followed_by:
         raise DeployError(f"{host} ran a multi-node launch in the sweep; deploy.yml deploys single hosts")
-    entry = next((e for e in hp["entries"] if e["config"]["id"] == config), None)
+    entry = next((e for e in hp.entries if e.config.id == config), None)
     if entry is None:
         raise DeployError(f"config: {config} is not in the plan of {host}")
-    if entry["config"].get("adaptive"):
+    if entry.config.adaptive:
         raise DeployError(f"config: {config} is SGLang's adaptive arm; deploy a static config")
     return entry
 
@@ -154,8 +155,11 @@ def choose(
     plan_path = sweep_dir / "plan.json"
     if not plan_path.is_file():
         raise DeployError(f"from: {sweep_dir} is not a sweep (no plan.json)")
-    plan = json.loads(plan_path.read_text(encoding="utf-8"))
-    sweep_id = plan["sweep"]["id"]
+    try:
+        plan = load_document(json.loads(plan_path.read_text(encoding="utf-8")))
+    except (ValueError, PlanError) as exc:
+        raise DeployError(f"from: {plan_path}: {exc}") from None
+    sweep_id = plan.sweep["id"]
     result = result or load_sweeps([sweep_dir])
     if result.runs.empty:
         raise DeployError(f"from: sweep {sweep_id} holds no result facts")
@@ -168,19 +172,19 @@ def choose(
     step = step[step["concurrency"].notna()].astype({"host": "object", "config": "object"})
     level = _level(step, concurrency, sweep_id)
     swept = set(step["host"])
-    missing = [h.name for h in hosts if h.name not in swept or h.name not in plan["hosts"]]
+    missing = [h.name for h in hosts if h.name not in swept or h.name not in plan.hosts]
     if missing:
         raise DeployError(
             f"{', '.join(missing)}: not measured by sweep {sweep_id} (its hosts: {', '.join(sorted(swept))})"
         )
     accept = accept_ci(result.runs)
-    settings = plan["sweep"]["settings"]
-    traffic_sent = _traffic(plan["sweep"], settings)
+    settings = plan.sweep["settings"]
+    traffic_sent = _traffic(plan.sweep, settings)
     out = {}
     for h in hosts:
         chosen, at, why = _pick(step, h.name, level, config)
         entry = _entry(plan, h.name, chosen)
-        argv, env = entry["argv"], entry["env"]
+        argv, env = entry.argv, entry.env
         if (REDACTED in json.dumps([argv, env])) and not h.api_key:
             raise DeployError(
                 f"{h.name}: the sweep's launch carries a secret and the host has no api key set"
@@ -192,23 +196,25 @@ def choose(
             (accept["host"] == h.name) & (accept["config_id"] == chosen) & (accept["concurrency"] == at)
         ]
         acc_row = acc.iloc[0] if len(acc) else {}
-        server = plan["hosts"][h.name]["server"]
+        server = plan.hosts[h.name].server
+        if server is None:  # measured, so its server rendered: a plan.json edited since
+            raise DeployError(f"from: {plan_path}: {h.name} has no server")
         out[h.name] = {
             "sweep_id": sweep_id,
             "config": chosen,
             "concurrency": at,
             "mix": shares,
             "why": why,
-            "engine": server["engine"],
-            "model": server["model"],
+            "engine": server.engine,
+            "model": server.model,
             "argv": unredact(with_port(argv, h.port), h.api_key),
             "env": dict(zip(env, unredact(list(env.values()), h.api_key), strict=True)),
             "argv_sha256": argv_hash(with_port(argv, h.port), env),
             "port": h.port,
             "api_key": h.api_key,
-            "url": f"http://{server['host']}:{h.port}",
-            "listen": server["host"],
-            "health_timeout_s": server["health_timeout_s"],
+            "url": f"http://{server.host}:{h.port}",
+            "listen": server.host,
+            "health_timeout_s": server.health_timeout_s,
             "sweep": {
                 "tok_s": _number(row["decode_tps"]),
                 "tok_s_ci_lo": _number(row["tps_ci_lo"]),

@@ -17,6 +17,8 @@ from typing import Any
 from analysis.files import write_json_atomic
 from analysis.running import race
 from analysis.sweep import claims, order
+from analysis.sweep.config import Config
+from analysis.sweep.hostplan import HostPlan, Slot
 from analysis.sweep.plan import duration
 
 
@@ -38,6 +40,20 @@ def unrecorded(sweep_dir: Path, config_ids: Iterable[str]) -> list[str]:
     """The configs no host has a fact of yet (ok or failed): those the pass for lost hosts' claims
     still has to look at."""
     return [c for c in config_ids if not any(sweep_dir.glob(f"*/{c}.json"))]
+
+
+def unrecorded_slots(sweep_dir: Path, host: HostPlan) -> list[Slot]:
+    """Shard mode's last pass: this host's launches of the shared configs that no host has a fact
+    of yet (those of hosts that left the run among them), in this host's order."""
+    shared = [s for s in host.order if s.speculative]
+    left = set(unrecorded(sweep_dir, [s.name for s in shared]))
+    return [s for s in shared if s.name in left]
+
+
+def claims_first(mode: str, config: Config, claimed: bool) -> bool:
+    """Whether a launch goes to the first host to claim it: a speculative config in shard mode,
+    unless the caller has claimed it already (a step search claims its probes itself)."""
+    return mode == "shard" and config.speculative and not claimed
 
 
 @dataclass(frozen=True)
@@ -179,7 +195,7 @@ def kept(sweep_id: str, hosts: Sequence[str], host_vars: Mapping[str, Mapping[st
 
 def unmeasured(
     sweep_dir: Path, hosts: Sequence[str], configs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
-    states: Mapping[str, str], launches: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    states: Mapping[str, str], launches: Mapping[str, Sequence[Slot]] | None = None,
     kept: Mapping[str, Collection[str]] | None = None,
 ) -> list[str]:  # fmt: skip
     """'host: state; not measured: a, b' for each host that did not finish or left configs without a fact.
@@ -187,8 +203,8 @@ def unmeasured(
     Failed configs have a fact (and are reported as failures); this is what no fact records:
     hosts lost before or during the sweep (named even when other hosts measured their share).
     Shard mode and searches expect only each host's baselines; a shard config no host measured is
-    listed under '(shard)'. launches: each host's planned launches (its order and closing, fact
-    `name` and `speculative`); without them each config's first launch is expected. kept: each host's
+    listed under '(shard)'. launches: each host's planned launches (its order and closing); without
+    them each config's first launch is expected. kept: each host's
     facts kept on the host (measured, listed by `kept`).
     """
     present = {(p.parent.name, p.stem) for p in sweep_dir.glob("*/*.json")}
@@ -196,8 +212,9 @@ def unmeasured(
     shared = settings.get("mode") == "shard" or bool(settings.get("search"))
     lines = []
     for host in hosts:
-        planned = (launches or {}).get(host) or [{"name": c["id"], **c} for c in configs]
-        expected = [s["name"] for s in planned if not (shared and s["speculative"])]
+        slots = (launches or {}).get(host) or []
+        planned = [(s.name, s.speculative) for s in slots] or [(c["id"], c["speculative"]) for c in configs]
+        expected = [name for name, speculative in planned if not (shared and speculative)]
         missing = [cid for cid in expected if (host, cid) not in present]
         state = states.get(host, "not reached")
         if missing or state != "finished":

@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from analysis.sweep import hostplan
+
 # When each waiting poll last renewed its host's lease. A task's retries run in one worker process,
 # where this lives; a new task starts afresh.
 _RENEWED: dict[str, float] = {}
@@ -32,8 +34,8 @@ def renewal_due(poll: str, lease_s: float, now: float | None = None) -> bool:
 def renewal(task_vars: dict[str, Any]) -> dict[str, Any]:
     """The specsweep_lock module's arguments that renew this host's lease for this run."""
     plan = task_vars["specsweep_plan"]
-    host = plan["hosts"][task_vars["inventory_hostname"]]
-    return {"state": "renewed", "path": host["lock_path"], "owner": plan["owner"]}
+    host = hostplan.of(plan, task_vars["inventory_hostname"])
+    return {"state": "renewed", "path": host.lock_path, "owner": plan["owner"]}
 
 
 def keep_while_waiting(

@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from analysis.sweep.hostplan import HostPlan, Server, load
+
 
 def phase(handle: Mapping[str, Any], ready: Mapping[str, Any]) -> str:
     """Where a failed config stopped: no launch handle yet = launch; not ready yet = load."""
@@ -22,7 +24,7 @@ def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log
     """The fact writer's payload (analysis.facts.record.build_fact) for one config's run."""
     handle = run.get("handle") or {}
     ready = run.get("ready") or {}
-    server = run["server"]
+    server = load(Server, run["server"])
     preflight = run.get("preflight") or {}
     failure = None
     if failed_result is not None:
@@ -32,10 +34,10 @@ def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log
         "host": run["host"],
         "config": run["config"],
         "engine": {
-            "name": server["engine"],
+            "name": server.engine,
             # The host's own report (SGLang's import in preflight) over the role's pin.
-            "version": preflight.get("version") or server.get("version"),
-            "model": server["model"],
+            "version": preflight.get("version") or server.version,
+            "model": server.model,
             "launcher": handle.get("launcher") or "not launched",
             "model_identity": preflight.get("model_identity"),
         },
@@ -63,6 +65,6 @@ def stop_now(after: Mapping[str, Any]) -> bool:
     after: `status` (the recorded fact's; None when none was), `launcher` (the handle's), `host`
     (the plan's: follows, followed_by) and `search` (a step search).
     """
-    host = after["host"]
+    host = load(HostPlan, after["host"])
     kept = after.get("status") == "ok" and after.get("launcher") == "nohup"
-    return not kept or host["follows"] is not None or bool(host["followed_by"]) or bool(after["search"])
+    return not kept or host.follows is not None or bool(host.followed_by) or bool(after["search"])

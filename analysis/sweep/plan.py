@@ -21,6 +21,7 @@ from analysis.redact import REDACTED, redact_argv, redact_env
 from analysis.sweep import adaptive, order
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
+from analysis.sweep.hostplan import AdaptiveCopy, Entry, HostPlan, Server, Slot, dump
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
@@ -71,54 +72,51 @@ def _host_plan(
     request: Request,
     sweep_id: str,
     seed: int | None,
-) -> dict[str, Any]:
+) -> HostPlan:
     """One host's server, entries, the order it launches them in and the problems the controller can see."""
     problems: list[str] = []
     engine = ENGINES[host.engine]
     entries = []
     # The adaptive arm's schedule, copied to the host in preflight; its argv names that copy.
     schedule = request["adaptive_config"] or None
-    copy = {"src": schedule, "dest": f"{host.run_dir}/{sweep_id}.adaptive.json"} if schedule else None
-    settings = {**host.settings, "adaptive_config_path": copy and copy["dest"]}
+    copy = AdaptiveCopy(src=schedule, dest=f"{host.run_dir}/{sweep_id}.adaptive.json") if schedule else None
+    settings = {**host.settings, "adaptive_config_path": copy and copy.dest}
     slots = max(request["concurrency"])
+    server: Server | None
     try:
-        server = engine.server(settings)
+        server = Server(**engine.server(settings))
         base = engine.base_env(settings)
         for config in configs:
             env = cfg.merge_env(base, host.env_profiles.get(config.env_profile))
             argv = engine.argv(config, settings, slots)
             # A step search chooses these itself, one probe at a time; every other config is run in order.
             searched = bool(request["search"]) and config.speculative and not config.adaptive
-            entries.append(
-                {"config": msgspec.to_builtins(config), "argv": argv, "env": env, "searched": searched}
-            )
+            entries.append(Entry(config=config, argv=argv, env=env, searched=searched))
     except (SettingError, ValueError) as exc:
-        server = {"engine": host.engine}
+        server = None
         problems.append(f"{engine.role}_{exc}" if isinstance(exc, SettingError) else str(exc))
     problems += _follow_problems(host, hosts, request)
     # A follower runs its leader's order: the same key seeds the same shuffle.
-    grid = [(e["config"]["id"], e["config"]["speculative"]) for e in entries if not e["searched"]]
+    grid = [(e.config.id, e.config.speculative) for e in entries if not e.searched]
     ordered, closing = order.schedule(
         grid, request["launches"], seed, host.follows or host.name, request["baseline_every"]
     )
-    position = {e["config"]["id"]: i for i, e in enumerate(entries)}
-    for s in (*ordered, *closing):
-        s["entry"] = position[s["id"]]
+    position = {e.config.id: i for i, e in enumerate(entries)}
     followed = sorted(h.name for h in hosts.values() if h.follows == host.name)
-    return {
-        "engine": host.engine,
-        "role": engine.role,
-        "server": server,
-        "entries": entries,
-        "order": ordered,
-        "closing": closing,
-        "problems": problems,
-        "follows": host.follows,
-        "followed_by": followed,
-        "run_dir": host.run_dir,
-        "lock_path": host.lock_path or f"{host.run_dir}/sweep.lock",
-        "adaptive_config": copy,
-    }
+    return HostPlan(
+        engine=host.engine,
+        role=engine.role,
+        server=server,
+        entries=entries,
+        order=[Slot(**s, entry=position[s["id"]]) for s in ordered],
+        closing=[Slot(**s, entry=position[s["id"]]) for s in closing],
+        problems=problems,
+        follows=host.follows,
+        followed_by=followed,
+        run_dir=host.run_dir,
+        lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
+        adaptive_config=copy,
+    )
 
 
 def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: Request) -> list[str]:
@@ -161,31 +159,31 @@ def _previous_timings(results_dir: Path, engine: str) -> tuple[float | None, flo
 
 
 def estimate(
-    configs: list[cfg.Config], hosts: Mapping[str, dict[str, Any]], request: Request, results_dir: Path
+    configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request, results_dir: Path
 ) -> dict[str, Any]:
     """Launches per host and how long they take: from the last sweep's load and benchmark times, else
     a bound on loading alone (the health timeout), the benchmarks unknown. Every launch counts (each
     of `launches`, the baseline's again, one finalist at least); a search's probes at most all."""
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
-    plans = [h for h in hosts.values() if "order" in h]
-    slots = plans[0]["order"] + plans[0]["closing"] if plans else []
-    own = sum(not s["speculative"] for s in slots)
+    plans = list(hosts.values())
+    slots = [*plans[0].order, *plans[0].closing] if plans else []
+    own = sum(not s.speculative for s in slots)
     if request["search"]:
         shared = -(-spec // n_hosts)
     else:
-        shared = sum(s["speculative"] for s in slots)
+        shared = sum(s.speculative for s in slots)
         shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
     finalists = int(bool(request["finalists"]) and spec > 0 and not request["search"])
     per_host = own + shared + finalists
-    engines = {h["engine"] for h in hosts.values()}
+    engines = {h.engine for h in hosts.values()}
     load, bench = _previous_timings(results_dir, next(iter(engines))) if len(engines) == 1 else (None, None)
     seconds = None
     if load is not None and bench is not None:
         seconds = per_host * (load + bench)
         text = f"about {duration(seconds)} (last sweep's median load {load:.0f} s, benchmark {bench:.0f} s)"
     else:
-        timeouts = [h["server"].get("health_timeout_s") or 0 for h in hosts.values() if h.get("server")]
+        timeouts = [h.server.health_timeout_s for h in hosts.values() if h.server]
         bound = per_host * max(timeouts, default=0)
         text = f"loading up to {duration(bound)} (health timeout; no earlier sweep to time) + benchmarks"
     return {"configs": len(configs), "launches_per_host": per_host, "seconds": seconds, "text": text}
@@ -269,7 +267,7 @@ def build(
         "workloads": traffic,
         "estimate": estimate(configs, plans, request, results_dir),
     }
-    return {"errors": [], "sweep": sweep, "hosts": plans}
+    return {"errors": [], "sweep": sweep, "hosts": {n: dump(p) for n, p in plans.items()}}
 
 
 def _host_configs(
@@ -368,7 +366,7 @@ def document(plan: dict[str, Any]) -> dict[str, Any]:
     hosts = {}
     for name, hp in plan["hosts"].items():
         entries = [{**e, "argv": redact_argv(e["argv"]), "env": redact_env(e["env"])} for e in hp["entries"]]
-        server = {k: REDACTED if k == "api_key" and v else v for k, v in hp.get("server", {}).items()}
+        server = hp["server"] and {**hp["server"], "api_key": REDACTED if hp["server"]["api_key"] else ""}
         hosts[name] = {**hp, "server": server, "entries": entries}
     return {"schema_version": 2, "sweep": plan["sweep"], "hosts": hosts}
 

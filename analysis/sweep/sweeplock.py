@@ -19,6 +19,7 @@ from typing import Any
 
 from analysis.redact import redact_argv, redact_env
 from analysis.sweep import identity
+from analysis.sweep.hostplan import Entry, HostPlan
 
 # The request settings a fact's benchmark records (schema.BenchmarkSettings).
 MEASURED = ("max_tokens", "warmup", "repeats", "concurrency")
@@ -62,12 +63,12 @@ def _fact(path: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def other_plan(sweep_dir: Path, hosts: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+def other_plan(sweep_dir: Path, hosts: Mapping[str, HostPlan], settings: Mapping[str, Any]) -> list[str]:
     """A sentence per recorded fact of this plan's hosts and configs that was measured otherwise."""
     found = []
     for host, host_plan in sorted(hosts.items()):
-        for entry in host_plan["entries"]:
-            fact = _fact(sweep_dir / host / f"{entry['config']['id']}.json")
+        for entry in host_plan.entries:
+            fact = _fact(sweep_dir / host / f"{entry.config.id}.json")
             said = None if fact is None else measured_otherwise(fact, host, entry, settings)
             if said:
                 found.append(said)
@@ -75,17 +76,17 @@ def other_plan(sweep_dir: Path, hosts: Mapping[str, Any], settings: Mapping[str,
 
 
 def measured_otherwise(
-    fact: Mapping[str, Any], host: str, entry: Mapping[str, Any], settings: Mapping[str, Any]
+    fact: Mapping[str, Any], host: str, entry: Entry, settings: Mapping[str, Any]
 ) -> str | None:
     """How a fact (as stored) of `host` was measured otherwise than `entry` and `settings` say,
     in a sentence; None when it was measured as they say."""
     launch = fact.get("launch") or {}
     differs = []
-    if launch.get("argv") != redact_argv([str(a) for a in entry["argv"]]):
+    if launch.get("argv") != redact_argv(entry.argv):
         differs.append(f"argv {' '.join(launch.get('argv') or [])!r}")
-    if launch.get("env") != redact_env({str(k): str(v) for k, v in entry["env"].items()}):
+    if launch.get("env") != redact_env(entry.env):
         differs.append(f"env {launch.get('env')!r}")
     bench = fact.get("benchmark") or {}
     differs += [f"{key} {bench[key]!r} (now {settings[key]!r})" for key in MEASURED
                 if key in bench and bench[key] != settings[key]]  # fmt: skip
-    return f"{host}/{entry['config']['id']} was measured with {'; '.join(differs)}" if differs else None
+    return f"{host}/{entry.config.id} was measured with {'; '.join(differs)}" if differs else None

@@ -27,7 +27,7 @@ from ansible.vars.plugins import get_vars_from_inventory_sources
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts.record import space_problem
 from analysis.files import write_json_atomic
-from analysis.sweep import hostvars, identity, plan, request, sweeplock
+from analysis.sweep import hostplan, hostvars, identity, plan, request, sweeplock
 from analysis.sweep.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -129,7 +129,8 @@ class ActionModule(ActionBase):
             held = sweeplock.acquire(sweeplock.lock_path(results_dir, ident.sweep_id), owner)
             if held:
                 raise AnsibleActionFail(held)
-            mixed = sweeplock.other_plan(Path(ident.sweep_dir), built["hosts"], req.values)
+            hosts_plans = {n: hostplan.of(built, n) for n in built["hosts"]}
+            mixed = sweeplock.other_plan(Path(ident.sweep_dir), hosts_plans, req.values)
             if mixed:
                 raise AnsibleActionFail(
                     f"sweep {ident.sweep_id} holds facts measured under another plan, which one table must "

@@ -19,7 +19,7 @@ from ansible.plugins.action import ActionBase
 from analysis import cli
 from analysis.running import progress, race
 from analysis.search.state import render_summary
-from analysis.sweep import request
+from analysis.sweep import hostplan, request
 
 
 class ActionModule(ActionBase):
@@ -50,8 +50,9 @@ class ActionModule(ActionBase):
         lines = [f"{len(failures)} config(s) failed: {', '.join(failures)}; see {root}"] if failures else []
         if plan["phases"]["sweep"]:
             # Followers record no facts of their own: their leader's cover them.
-            leaders = [h for h in sweep["hosts"] if not plan["hosts"][h].get("follows")]
-            planned = {h: plan["hosts"][h]["order"] + plan["hosts"][h]["closing"] for h in leaders}
+            host_plans = {h: hostplan.of(plan, h) for h in sweep["hosts"]}
+            leaders = [h for h in sweep["hosts"] if not host_plans[h].follows]
+            planned = {h: [*host_plans[h].order, *host_plans[h].closing] for h in leaders}
             kept = {h: [k["name"] for k in hostvars[h].get("specsweep_kept") or []] for h in leaders}
             lines += progress.kept(sweep["id"], leaders, hostvars)
             lines += progress.unmeasured(

@@ -7,7 +7,7 @@ AnsiballZ, a fresh Python) costs more than the work. Each call is one of:
   controller cannot, hand it back to be kept on the host);
 - kept: record the facts an earlier run of the sweep kept on this host, and remove the host's copies;
 - preflight: write what a host is and what stops it (<sweep>/<host>.preflight.json);
-- unrecorded: which of these launches no host has a fact of yet (shard mode's last pass);
+- unrecorded: which of this host's shared launches no host has a fact of yet (shard mode's last pass);
 - finalists: which configs to launch once more before a winner is named (analysis.running.race).
 """
 
@@ -26,7 +26,9 @@ from analysis.facts import record
 from analysis.facts.schema import SchemaError, load_fact, to_dict
 from analysis.files import write_json_atomic
 from analysis.running import progress, race
-from analysis.sweep import lease, order, outcome, sweeplock
+from analysis.sweep import hostplan, lease, order, outcome, sweeplock
+from analysis.sweep.config import Config
+from analysis.sweep.hostplan import HostPlan, Slot
 
 KINDS = ("start", "fact", "kept", "preflight", "unrecorded", "finalists")
 
@@ -41,11 +43,11 @@ class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
     _requires_connection = False
-    # start: where, index, total, shared, retake, launch, race; fact: where, failed_result, log_tail;
+    # start: where, index, total, claimed, retake, launch, race; fact: where, failed_result, log_tail;
     # kept (true): where;
-    # preflight: host_plan, path; unrecorded: where; finalists (true): where.
+    # preflight: host_plan, path; unrecorded (true): where; finalists (true): where.
     _VALID_ARGS = frozenset(KINDS).union(
-        ("where", "index", "total", "shared", "retake", "failed_result", "log_tail", "host_plan", "path",
+        ("where", "index", "total", "claimed", "retake", "failed_result", "log_tail", "host_plan", "path",
          "launch", "race")
     )  # fmt: skip
 
@@ -60,8 +62,9 @@ class ActionModule(ActionBase):
         if kinds[0] == "preflight":
             return {**result, **self._preflight(args)}
         if kinds[0] == "unrecorded":
-            unrecorded = progress.unrecorded(Path(args["where"]["dir"]), args["unrecorded"])
-            return {**result, "changed": False, "unrecorded": unrecorded}
+            host = hostplan.of((task_vars or {})["specsweep_plan"], args["where"]["host"])
+            slots = progress.unrecorded_slots(Path(args["where"]["dir"]), host)
+            return {**result, "changed": False, "slots": [hostplan.dump(s) for s in slots]}
         if kinds[0] == "finalists":
             return {**result, **self._finalists(args, task_vars or {})}
         if kinds[0] == "kept":
@@ -72,10 +75,12 @@ class ActionModule(ActionBase):
         if self._task.check_mode:
             return {"changed": False, "measure": True, "started_at": 0.0, "specsweep_say": ""}
         sweep = task_vars["specsweep_plan"]["sweep"]
+        config = hostplan.load(Config, args["start"])
+        shared = progress.claims_first(sweep["settings"]["mode"], config, bool(args.get("claimed")))
         # Hosts of the run that left it (unreachable, failed): their shard claims are taken over.
         lost = set(sweep["hosts"]) - set(task_vars["ansible_play_hosts"])
         started = progress.start(
-            args["where"], args["start"]["id"], int(args["index"]), int(args["total"]), bool(args["shared"]),
+            args["where"], config.id, int(args["index"]), int(args["total"]), shared,
             since=float(sweep["run_started_at"]), lost=lost, retake=bool(args.get("retake")),
             launch=int(args.get("launch") or 1), race=bool(args.get("race")),
         )  # fmt: skip
@@ -175,7 +180,7 @@ class ActionModule(ActionBase):
     def _measured_otherwise(fact: Any, host: str, plan: dict[str, Any]) -> str | None:
         """sweeplock's sentence for a kept fact measured otherwise than this plan says (a config the
         plan no longer has on this host too)."""
-        entries = [e for e in plan["hosts"][host]["entries"] if e["config"]["id"] == fact.config.id]
+        entries = [e for e in hostplan.of(plan, host).entries if e.config.id == fact.config.id]
         if not entries:
             return f"{host}/{fact.config.id} is not in this run's plan"
         return sweeplock.measured_otherwise(to_dict(fact), host, entries[0], plan["sweep"]["settings"])
@@ -188,17 +193,17 @@ class ActionModule(ActionBase):
             return {"changed": False, "slots": [], "specsweep_say": ""}
         plan = task_vars["specsweep_plan"]
         launches = int(plan["sweep"]["settings"]["launches"])
-        host_plan = plan["hosts"][where["host"]]
-        entries = enumerate(host_plan["entries"])
-        entry = {e["config"]["id"]: i for i, e in entries if e["config"]["speculative"]}
-        searched = {e["config"]["id"] for e in host_plan["entries"] if e["searched"]}
+        host_plan = hostplan.of(plan, where["host"])
+        entry = {e.config.id: i for i, e in enumerate(host_plan.entries) if e.config.speculative}
+        searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
         data = race.table(race.facts(host_dir), max_launch=launches)
         chosen = race.finalists(data, list(entry))
         out = [
-            {**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True), "entry": entry[c]}
+            hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True),
+                               entry=entry[c]))
             for c in chosen
-        ]
+        ]  # fmt: skip
         say = (
             f"finalists (the best and those within noise of it), launched once more before a winner "
             f"is named: {', '.join(chosen)}"
@@ -208,10 +213,10 @@ class ActionModule(ActionBase):
         return {"changed": False, "slots": out, "specsweep_say": say}
 
     def _preflight(self, args: dict[str, Any]) -> dict[str, Any]:
-        host_plan = args["host_plan"]
+        host_plan = hostplan.load(HostPlan, args["host_plan"])
         found = args["preflight"] or {}
-        problems = [*host_plan.get("problems", []), *found.get("problems", [])]
-        preflight = {**found, "problems": problems, "engine": host_plan["engine"]}
+        problems = [*host_plan.problems, *found.get("problems", [])]
+        preflight = {**found, "problems": problems, "engine": host_plan.engine}
         if not self._task.check_mode:
             write_json_atomic(Path(args["path"]), preflight)
         say = "; ".join(problems) if problems else ""

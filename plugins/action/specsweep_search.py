@@ -15,7 +15,7 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.search.state import Asker, Candidate, InputError, next_step
-from analysis.sweep import lease
+from analysis.sweep import hostplan, lease
 from analysis.sweep.config import DEFAULT_PROFILE
 
 
@@ -33,11 +33,11 @@ class ActionModule(ActionBase):
         plan = task_vars["specsweep_plan"]
         shard = plan["sweep"]["settings"]["mode"] == "shard"
         entries = {
-            e["config"]["id"]: e
-            for e in plan["hosts"][where["host"]]["entries"]
-            if e["searched"] and e["config"]["env_profile"] == profile
+            e.config.id: e
+            for e in hostplan.of(plan, where["host"]).entries
+            if e.searched and e.config.env_profile == profile
         }
-        candidates = [Candidate(cid, e["config"]["steps"]) for cid, e in entries.items()]
+        candidates = [Candidate(cid, e.config.steps) for cid, e in entries.items()]
         # Hosts of the run that left it (unreachable, failed): their probes are taken over.
         lost = frozenset(plan["sweep"]["hosts"]) - set(task_vars["ansible_play_hosts"])
         asker = Asker(
@@ -58,10 +58,11 @@ class ActionModule(ActionBase):
         best = ", ".join(f"{b} at c{c}" for c, b in best.items()) if isinstance(best, dict) else best
         what = " ".join(filter(None, [answer["action"], answer.get("config_id") or best]))
         say = f"search: {what}: {answer['reason']}"
+        chosen = entries.get(answer.get("config_id", ""))
         return {
             **result,
             "changed": answer["action"] == "measure",  # a claim, on the controller
             **answer,
-            "entry": entries.get(answer.get("config_id", "")),
+            "entry": chosen and hostplan.dump(chosen),
             "specsweep_say": say,
         }

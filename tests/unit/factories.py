@@ -1,4 +1,4 @@
-"""Build schema-valid facts and sweep folders for unit tests."""
+"""Build schema-valid facts, host plans and sweep folders for unit tests."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from analysis.facts.schema import (
     to_dict,
 )
 from analysis.sweep.config import Config, make
+from analysis.sweep.hostplan import Entry, HostPlan, Server, dump
 
 
 def config(steps: int | None = None, env_profile: str = "default") -> Config:
@@ -140,3 +141,27 @@ def write_sweep(root: Path, facts: list[Fact]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(to_dict(f), indent=2), encoding="utf-8")
     return root / facts[0].sweep_id
+
+
+def server(**changes: Any) -> Server:
+    """A llama.cpp server on localhost:8080, as analysis.sweep.engines renders it."""
+    base = Server(engine="llama_cpp", version="xllamacpp==2026.10.11549", model="/m.gguf",
+                  host="127.0.0.1", port=8080, url="http://127.0.0.1:8080", health_timeout_s=120.0,
+                  api_key="", python=None)  # fmt: skip
+    return msgspec.structs.replace(base, **changes)
+
+
+def entry(
+    cfg: Config, argv: list[str] | None = None, env: dict[str, str] | None = None, searched: bool = False
+) -> Entry:
+    """One config's launch in a host plan (its argv names the config unless given)."""
+    return Entry(config=cfg, argv=argv or ["llama-server", "--id", cfg.id], env=env or {}, searched=searched)
+
+
+def host_plan(entries: list[Entry] | None = None, **changes: Any) -> dict[str, Any]:
+    """A lone llama.cpp host's plan as Ansible receives it (specsweep_host), checked on the way out."""
+    base = HostPlan(engine="llama_cpp", role="llama_server", server=server(), entries=entries or [],
+                    order=[], closing=[], problems=[], follows=None, followed_by=[],
+                    run_dir="/var/tmp/specsweep", lock_path="/var/tmp/specsweep/sweep.lock",
+                    adaptive_config=None)  # fmt: skip
+    return dump(msgspec.structs.replace(base, **changes))

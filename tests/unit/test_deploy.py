@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
-from factories import config, crash, fact, relaunched, run, write_sweep
+from factories import config, crash, entry, fact, host_plan, relaunched, run, server, write_sweep
 from local_play import run_local_play
 from plugin_loader import REPO, load_plugin
 
@@ -31,23 +31,17 @@ ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "
 
 def plan(sweep: Path, hosts: list[str], configs: list[str]) -> None:
     """A plan.json as the sweep writes it: each host's launches, secrets redacted."""
+    served = server(engine="sglang", model="Kimi-K2.5", host="0.0.0.0", port=30000, url="http://0.0.0.0:30000",
+                    health_timeout_s=1800.0, api_key=REDACTED, python="/opt/sglang/bin/python")  # fmt: skip
+    entries = [
+        entry(config(None if c == "baseline" else int(c[1:])), [*ARGV, "--id", c], {"NCCL_PROTO": "LL"})
+        for c in configs
+    ]
     doc = {
+        "schema_version": 2,
         "sweep": {"id": sweep.name, "settings": {"max_tokens": 128, "warmup": 1, "seed": 7}},
-        "hosts": {
-            h: {
-                "server": {"engine": "sglang", "model": "Kimi-K2.5", "host": "0.0.0.0", "port": 30000,
-                           "health_timeout_s": 1800.0},
-                "follows": None,
-                "followed_by": [],
-                "entries": [
-                    {"config": {"id": c, "adaptive": False}, "argv": [*ARGV, "--id", c],
-                     "env": {"NCCL_PROTO": "LL"}}
-                    for c in configs
-                ],
-            }
-            for h in hosts
-        },
-    }  # fmt: skip
+        "hosts": {h: host_plan(entries, engine="sglang", role="sglang_server", server=served) for h in hosts},
+    }
     (sweep / "plan.json").write_text(json.dumps(doc), encoding="utf-8")
 
 
@@ -134,6 +128,26 @@ def test_a_host_the_sweep_did_not_measure_or_a_folder_that_is_no_sweep_is_refuse
         choose(tmp_path / "nothing", HOSTS)
     with pytest.raises(DeployError, match="carries a secret and the host has no api key"):
         choose(sweep, [HostInput("gpu-a", 8000)])
+
+
+def test_a_plan_written_before_its_later_fields_is_read_and_a_broken_one_is_refused(sweep: Path) -> None:
+    path = sweep / "plan.json"
+    doc = json.loads(path.read_text())
+    for host in doc["hosts"].values():  # schema 2 as first written: no order, closing, server.python
+        del host["order"], host["closing"], host["server"]["python"]
+    # A host whose settings did not render had only its engine as its server.
+    doc["hosts"]["gpu-c"] = {**doc["hosts"]["gpu-a"], "server": {"engine": "sglang"}}
+    path.write_text(json.dumps(doc))
+    assert choose(sweep, HOSTS)["gpu-a"]["config"] == "s3"
+    doc["hosts"]["gpu-a"]["server"] = None  # measured, so an edited plan
+    path.write_text(json.dumps(doc))
+    with pytest.raises(DeployError, match=r"plan.json: gpu-a has no server$"):
+        choose(sweep, HOSTS)
+    doc["hosts"]["gpu-a"]["entries"][0]["argv"] = "python -m sglang.launch_server"
+    path.write_text(json.dumps(doc))
+    said = r"plan.json: not a valid Document: Expected `array`, got `str` - at `\$.hosts\[...\].entries\[0\]"
+    with pytest.raises(DeployError, match=said):
+        choose(sweep, HOSTS)
 
 
 def test_levels_with_different_answers_need_a_concurrency(tmp_path: Path) -> None:

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import server
 from local_play import run_local_play
 
 from analysis import files
 from analysis.facts import record
 from analysis.facts.schema import Fact, load_fact, to_dict
 from analysis.redact import REDACTED
+from analysis.sweep.hostplan import dump
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH = json.loads((FIXTURES / "llama_bench_output_s1.json").read_text())
@@ -185,7 +187,7 @@ def run_payload(**overrides: Any) -> dict[str, Any]:
         "host": "localhost",
         "config": CONFIG,
         "launch": {"argv": ARGV, "env": {}},
-        "server": {"engine": "llama_cpp", "version": "b0-unknown", "model": "/m.gguf"},
+        "server": dump(server(version="b0-unknown")),
         "preflight": {"host_facts": HOST_FACTS},
         "handle": {"launcher": "nohup", "log": "/var/tmp/specsweep/20261130T052259Z/s1.log"},
         "started_at": 1796016243.2,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from factories import host_plan
 
 from analysis.sweep import lease
 
@@ -12,7 +13,7 @@ TASK_VARS = {
     "inventory_hostname": "gpu-a",
     "specsweep_plan": {
         "sweep": {"settings": {"lease_s": 30}},
-        "hosts": {"gpu-a": {"lock_path": "/var/lib/specsweep/run/sweep.lock"}},
+        "hosts": {"gpu-a": host_plan(lock_path="/var/lib/specsweep/run/sweep.lock")},
         "owner": {"run_id": "r1", "sweep_id": "s"},
     },
 }

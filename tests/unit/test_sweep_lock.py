@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from factories import config, fact, run
+from factories import config, entry, fact, host_plan, run
 from plugin_loader import load_plugin
 
 from analysis.sweep import identity, sweeplock
+from analysis.sweep.hostplan import HostPlan, load
 
 
 def owner(run_id: str, pid: int) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def test_a_live_run_holds_its_sweep_id_and_a_dead_ones_lock_is_taken_over(tmp_pa
     assert path.parent == tmp_path / ".locks"  # beside the sweep folders, not inside X
 
 
-ENTRY = {"config": {"id": "s1"}, "argv": ["llama-server", "--api-key", "k", "-n", "1"], "env": {"T": 1}}
+ENTRY = entry(config(1), ["llama-server", "--api-key", "k", "-n", "1"], {"T": "1"})
 SETTINGS = {"max_tokens": 8, "warmup": 0, "repeats": 1, "concurrency": [1]}
 
 
@@ -55,7 +56,7 @@ def write_fact(sweep: Path, **changes: Any) -> None:
 
 
 def test_facts_measured_as_this_plan_would_pass_and_others_are_named(tmp_path: Path) -> None:
-    hosts = {"h1": {"entries": [ENTRY]}, "h2": {"entries": [ENTRY]}}
+    hosts = {h: load(HostPlan, host_plan([ENTRY])) for h in ("h1", "h2")}
     assert sweeplock.other_plan(tmp_path, hosts, SETTINGS) == []  # nothing measured yet
     write_fact(tmp_path)
     assert sweeplock.other_plan(tmp_path, hosts, SETTINGS) == []  # the same plan: a resume
@@ -71,12 +72,11 @@ def test_facts_measured_as_this_plan_would_pass_and_others_are_named(tmp_path: P
 def test_a_fact_kept_on_its_host_is_judged_by_the_rule_of_one_on_the_controller() -> None:
     results = load_plugin("plugins/action/specsweep_results.py")
     kept = fact(config(2), [run([100.0])], host="h1")
-    entry = {"config": {"id": "s2"}, "argv": kept.launch.argv, "env": {}}
     settings = {"max_tokens": 128, "warmup": 1, "repeats": 3, "concurrency": [1]}
-    plan = {"hosts": {"h1": {"entries": [entry]}}, "sweep": {"settings": settings}}
+    plan = {"hosts": {"h1": host_plan([entry(config(2), kept.launch.argv)])}, "sweep": {"settings": settings}}
     otherwise = results.ActionModule._measured_otherwise
     assert otherwise(kept, "h1", plan) is None  # measured as this run's plan says: recorded
     longer = {**plan, "sweep": {"settings": {**settings, "max_tokens": 96}}}
     assert otherwise(kept, "h1", longer) == "h1/s2 was measured with max_tokens 128 (now 96)"
-    gone = {**plan, "hosts": {"h1": {"entries": []}}}
+    gone = {**plan, "hosts": {"h1": host_plan([])}}
     assert otherwise(kept, "h1", gone) == "h1/s2 is not in this run's plan"

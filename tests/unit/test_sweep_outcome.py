@@ -9,18 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import host_plan, server
+from local_play import run_local_play
 
 from analysis.facts import record
 from analysis.sweep import outcome
+from analysis.sweep.hostplan import PlanError, dump
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BENCH = json.loads((FIXTURES / "llama_bench_output_s1.json").read_text())
 CONFIG = {"id": "s1", "speculative": True, "algorithm": None, "steps": 1, "topk": None, "draft_tokens": None,
           "adaptive": False, "env_profile": "default"}  # fmt: skip
 ARGV = ["/opt/specsweep/llama.cpp-venv/bin/python", "/opt/specsweep/launcher.py", "-m", "/m.gguf"]
-SERVER = {"engine": "llama_cpp", "version": "xllamacpp==2026.10.11549", "model": "/m.gguf",
-          "host": "127.0.0.1", "port": 8080, "url": "http://127.0.0.1:8080", "health_timeout_s": 120.0,
-          "api_key": ""}  # fmt: skip
+SERVER = dump(server())
 HANDLE = {"launcher": "nohup", "log": "/var/tmp/specsweep/sw/s1.log", "pidfile": "/var/tmp/specsweep/s.pid"}
 READY = {"ready": True, "ready_at": 1796016251.0, "elapsed_s": 5.07}
 HOST_FACTS = {"hostname": "vm", "cpu_count": 2}
@@ -130,12 +131,32 @@ def test_a_benchmark_that_failed_is_recorded_in_the_benchmark_phase() -> None:
         ({"status": "failed"}, True),
         ({"status": None}, True),  # nothing was recorded
         ({"launcher": "systemd"}, True),
-        ({"host": {"follows": "gpu-a", "followed_by": []}}, True),
-        ({"host": {"follows": None, "followed_by": ["gpu-b"]}}, True),
+        ({"host": host_plan(follows="gpu-a")}, True),
+        ({"host": host_plan(followed_by=["gpu-b"])}, True),
         ({"search": True}, True),
     ],
 )
 def test_only_a_good_nohup_launch_of_a_lone_host_keeps_its_server(after: dict[str, Any], stops: bool) -> None:
-    lone = {"follows": None, "followed_by": []}
-    good = {"status": "ok", "launcher": "nohup", "host": lone, "search": False}
+    good = {"status": "ok", "launcher": "nohup", "host": host_plan(), "search": False}
     assert outcome.stop_now({**good, **after}) is stops
+
+
+def test_a_server_or_host_plan_read_back_with_a_field_wrong_is_refused_by_name() -> None:
+    misspelt = {**SERVER, "modle": SERVER["model"]}
+    del misspelt["model"]
+    with pytest.raises(PlanError, match="not a valid Server: Object contains unknown field `modle`"):
+        outcome.payload(run(server=misspelt), None, [])
+    with pytest.raises(PlanError, match=r"Expected `array`, got `str` - at `\$.followed_by`"):
+        outcome.stop_now({"status": "ok", "launcher": "nohup", "host": host_plan() | {"followed_by": "b"},
+                          "search": False})  # fmt: skip
+
+
+def test_the_stop_rule_reads_the_host_plan_as_the_playbook_hands_it_over(tmp_path: Path) -> None:
+    # Templated vars arrive as Ansible's lazy containers, whose items are rendered only when read.
+    after = {"status": "ok", "launcher": "nohup", "host": "{{ specsweep_host }}", "search": False}
+    proc = run_local_play(tmp_path, [
+        {"ansible.builtin.set_fact": {"specsweep_plan": {"hosts": {"h": host_plan(followed_by=["b"])}}}},
+        {"ansible.builtin.assert": {"that": ["specsweep_after | specsweep_stop_now"]},
+         "vars": {"specsweep_host": "{{ specsweep_plan.hosts['h'] }}", "specsweep_after": after}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]

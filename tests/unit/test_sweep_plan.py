@@ -8,12 +8,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from analysis.files import write_json_atomic
 from analysis.redact import REDACTED
 from analysis.report import mix
-from analysis.sweep import plan, request
+from analysis.sweep import hostplan, plan, request
 
 LLAMA: dict[str, Any] = {
     "command": ["/opt/specsweep/llama.cpp-venv/bin/python", "/opt/specsweep/specsweep_llama_server.py"],
@@ -117,7 +118,8 @@ def test_a_setting_a_host_cannot_render_is_its_problem_named_by_role_variable(tm
         "sglang_server_draft_model_path: EAGLE3 needs a draft model; use NEXTN for MTP layers shipped inside "
         "the target checkpoint."
     ]
-    assert built["hosts"]["g1"]["server"] == {"engine": "sglang"}
+    # No server to launch: the engine stays on the host plan, the problem stops the host in preflight.
+    assert (built["hosts"]["g1"]["server"], built["hosts"]["g1"]["engine"]) == (None, "sglang")
 
 
 def test_a_custom_lock_path_is_kept(tmp_path: Path) -> None:
@@ -339,3 +341,36 @@ def test_a_host_config_the_host_cannot_run_is_refused(tmp_path: Path, given: dic
         request.read({**ONE_LAUNCH_EACH, "steps": [2], **given}), {"h0": llama("h0")}, IDENTITY, tmp_path
     )
     assert any(e.startswith(error) for e in built["errors"]), built["errors"]
+
+
+def test_a_host_plan_built_with_a_wrong_type_is_refused_before_any_host_gets_it(tmp_path: Path) -> None:
+    built = build([llama()], tmp_path, steps=2)["hosts"]["h0"]
+    good = hostplan.load(hostplan.HostPlan, built)
+    assert hostplan.dump(good) == built  # what Ansible gets is the struct's own serialisation
+    # A constructor checks no types: the port an engine left a string is caught on the way out.
+    bad = msgspec.structs.replace(good, server=msgspec.structs.replace(good.server, port="8080"))
+    with pytest.raises(hostplan.PlanError, match=r"Expected `int`, got `str` - at `\$.server.port`"):
+        hostplan.dump(bad)
+
+
+class Tagged(str):
+    """Stands in for Ansible's tagged str (a subclass, which msgspec refuses as it is)."""
+
+
+class TaggedFloat(float):
+    """Stands in for Ansible's tagged float."""
+
+
+def test_ansibles_own_str_and_float_subclasses_are_read_and_written_as_plain_values(tmp_path: Path) -> None:
+    built = build([llama()], tmp_path, steps=2)["hosts"]["h0"]
+    tagged = {
+        **built,
+        "run_dir": Tagged("/srv"),
+        "server": {**built["server"], "health_timeout_s": TaggedFloat(9)},
+    }
+    read = hostplan.load(hostplan.HostPlan, tagged)
+    assert read.server is not None and read.server.health_timeout_s == 9.0
+    out = hostplan.dump(msgspec.structs.replace(read, lock_path=Tagged("/srv/lock")))
+    assert (type(out["run_dir"]), type(out["lock_path"]), type(out["server"]["health_timeout_s"])) == (
+        str, str, float,
+    )  # fmt: skip

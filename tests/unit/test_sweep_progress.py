@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from factories import config, entry, host_plan
 
 from analysis.running import progress
-from analysis.sweep import claims
+from analysis.sweep import claims, order
+from analysis.sweep.hostplan import HostPlan, Slot, load
 
 SINCE = 1_000.0  # this run's start
 
@@ -190,3 +192,32 @@ def test_shard_start_takes_over_a_lost_hosts_config_and_the_last_pass_waits_for_
     assert start(tmp_path, "s4", host="c", shared=True)["measure"] is True
     first = start(tmp_path, "s4", host="a", shared=True)
     assert (first["measure"], first["wait"]) == (False, False)
+
+
+def test_the_last_pass_of_shard_mode_takes_this_hosts_shared_launches_no_host_recorded(
+    tmp_path: Path,
+) -> None:
+    entries = [entry(config(steps)) for steps in (None, 1, 2)]
+    slots = [order.slot("baseline", 1, order.GRID, False), order.slot("s2", 1, order.GRID, True),
+             order.slot("s1", 1, order.GRID, True), order.slot("s2", 2, order.GRID, True)]  # fmt: skip
+    host = load(HostPlan, host_plan(entries, order=[Slot(**s, entry=0) for s in slots]))
+    assert [s.name for s in progress.unrecorded_slots(tmp_path, host)] == ["s2", "s1", "s2.launch2"]
+    fact(tmp_path, "b", "s1")  # another host's fact of it, whatever the host
+    fact(tmp_path, "a", "s2.launch2", status="failed")
+    assert [s.name for s in progress.unrecorded_slots(tmp_path, host)] == ["s2"]  # in this host's order
+
+
+@pytest.mark.parametrize(
+    ("mode", "steps", "claimed", "first"),
+    [
+        ("shard", 2, False, True),
+        ("shard", None, False, False),
+        ("shard", 2, True, False),
+        ("replicate", 2, False, False),
+    ],
+    ids=["a shared config", "the baseline, every host's own", "a search's probe", "replicate"],
+)
+def test_only_a_shared_config_not_claimed_yet_goes_to_the_first_host_to_claim_it(
+    mode: str, steps: int | None, claimed: bool, first: bool
+) -> None:
+    assert progress.claims_first(mode, config(steps), claimed) is first

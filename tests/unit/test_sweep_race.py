@@ -7,13 +7,14 @@ import json
 from pathlib import Path
 
 import msgspec
-from factories import config, fact, run
+from factories import config, entry, fact, host_plan, run
 from local_play import run_local_play
 from test_record import run_payload
 
 from analysis.facts.schema import Fact, HostFacts, decode_fact, to_dict
 from analysis.running import progress, race
 from analysis.sweep import order
+from analysis.sweep.hostplan import Slot
 
 
 def launch(cid_steps: int | None, tps: list[float], k: int = 1, concurrency: int = 1) -> Fact:
@@ -122,7 +123,7 @@ def test_launches_are_resumed_and_listed_by_their_own_names(tmp_path: Path) -> N
     write(tmp_path / "h", launch(1, [140, 141]))
     assert start(tmp_path, "s1", 1, race_on=False)["measure"] is False
     assert start(tmp_path, "s1", 2, race_on=False)["measure"] is True
-    planned = {"h": [order.slot("s1", k, order.GRID, True) for k in (1, 2)]}
+    planned = {"h": [Slot(**order.slot("s1", k, order.GRID, True), entry=0) for k in (1, 2)]}
     configs = [{"id": "s1", "speculative": True}]
     states = {"h": "finished"}
     lines = progress.unmeasured(tmp_path, ["h"], configs, {"mode": "replicate"}, states, planned)
@@ -146,11 +147,8 @@ def test_the_results_action_names_launch_k_and_picks_the_finalists(tmp_path: Pat
     # spread one launch each cannot measure (the table's prior).
     write(host, launch(None, [100, 101, 99]), launch(1, [140, 142, 141]), launch(2, [139, 143, 138]))
     write(host, launch(3, [30, 31, 29]))
-    entries = [
-        {"config": {"id": cid, "speculative": cid != "baseline"}, "searched": cid == "s2"}
-        for cid in ("baseline", "s1", "s2", "s3")
-    ]
-    plan = {"sweep": {"settings": {"launches": 1}}, "hosts": {"localhost": {"entries": entries}}}
+    entries = [entry(config(steps), searched=steps == 2) for steps in (None, 1, 2, 3)]
+    plan = {"sweep": {"settings": {"launches": 1}}, "hosts": {"localhost": host_plan(entries)}}
     where = {"dir": str(tmp_path), "run_id": "run1", "host": "localhost", "follows": None, "followed": True}
     proc = run_local_play(tmp_path, [
         {"specsweep_results": {"fact": run_payload(launch_index="2"), "where": where},

@@ -1,0 +1,153 @@
+"""What each host is handed: its server, its launches and the order it runs them in.
+
+analysis.sweep.plan builds these structs; `dump` gives what Ansible gets (`specsweep_host`, one
+entry as `specsweep_entry`, one slot as `specsweep_slot`) and what plan.json holds, checked on the
+way out. Every Python reader (the action plugins, the lease, the fact writer, deploy) takes its part
+back through `load` (plan.json through `load_document`), so a missing, misspelt or mistyped field
+is an error that names it. The playbooks read only fields defined here (tests/unit/test_plan_fields.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+from analysis.sweep.config import ENGINES, Config
+from analysis.sweep.order import CHECK, FINALIST, GRID
+
+EngineName = Literal[ENGINES]
+Why = Literal[GRID, CHECK, FINALIST]
+
+T = TypeVar("T")
+
+
+class PlanError(ValueError):
+    """A host plan (or a part of one) that does not match these structs; the message says where."""
+
+
+class _Part(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Every part of a host plan: immutable, strict about its keys, no bool for a number."""
+
+
+class Server(_Part, kw_only=True):
+    """Where the launched server listens and how long it may take to answer (analysis.sweep.engines)."""
+
+    engine: EngineName
+    version: str | None  # the role's pinned version; None: the host reports it in preflight
+    model: str  # the model path the server loads
+    host: str  # the address it listens on
+    port: int
+    url: str  # http://host:port, what the health wait and the client call
+    health_timeout_s: float  # seconds the server may take to answer /health
+    api_key: str  # "" without one; plan.json holds it redacted
+    python: str | None  # the engine's own Python (SGLang's: bench_serving runs there); None: llama.cpp
+
+
+class Entry(_Part, kw_only=True):
+    """One config as this host launches it: the exact argv (never shell-joined) and env."""
+
+    config: Config
+    argv: list[str]
+    env: dict[str, str]
+    searched: bool  # a step search chooses it, one probe at a time (not in the order)
+
+
+class Slot(_Part, kw_only=True):
+    """One launch in a host's order: which config, which launch of it, and why it is there."""
+
+    id: str  # the config id
+    launch: int  # 1-based; launch k >= 2 has its own fact, <id>.launch<k>.json
+    name: str  # the fact's stem (analysis.sweep.order.fact_name)
+    why: Why
+    speculative: bool
+    entry: int  # the index of its Entry in the host's entries
+
+
+class AdaptiveCopy(_Part, kw_only=True):
+    """The adaptive arm's schedule, copied to the host in preflight where its argv names it."""
+
+    src: str  # on the controller
+    dest: str  # on the host
+
+
+class HostPlan(_Part, kw_only=True):
+    """Everything one host needs for the sweep, computed on the controller before any host is touched."""
+
+    engine: EngineName
+    role: str  # the engine's role, included in preflight
+    server: Server | None  # None when the host's settings did not render: `problems` says why
+    entries: list[Entry]
+    order: list[Slot]  # the launches of the grid, in this host's seeded order
+    closing: list[Slot]  # the baseline once more, after everything else
+    problems: list[str]  # what the controller sees stops this host; preflight adds the host's own
+    follows: str | None  # multi-node: the rank-0 host this one runs its part beside
+    followed_by: list[str]  # the hosts that follow this one
+    run_dir: str  # the host's folder for server logs, pidfiles and kept facts
+    lock_path: str  # the host's sweep lock
+    adaptive_config: AdaptiveCopy | None
+
+
+class Document(_Part, kw_only=True):
+    """plan.json: the sweep (as sweep.json holds it) and every host's plan, secrets redacted."""
+
+    schema_version: Literal[2]
+    sweep: dict[str, Any]
+    hosts: dict[str, HostPlan]
+
+
+def _untagged(value: Any) -> Any:
+    """Ansible's own subclasses of str, int and float (its tagged values) as the plain types, which
+    msgspec takes where it refuses the subclasses."""
+    for plain in (str, float, int):
+        if isinstance(value, plain):
+            return plain(value)
+    raise TypeError(f"{type(value).__name__} is not a JSON type")
+
+
+def _plain(value: Any) -> Any:
+    """Ansible's values as plain JSON types, read through its containers' own methods: its lazy
+    dicts and lists template an item when it is read, which msgspec's C-level walk would skip."""
+    if isinstance(value, Mapping):
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value if value is None or isinstance(value, bool) else _untagged(value)
+
+
+def load(tp: type[T], data: Any) -> T:
+    """A host plan, or any part of one, from what Ansible or JSON hands over; PlanError names the field."""
+    try:
+        return msgspec.convert(_plain(data), tp)
+    except (msgspec.ValidationError, TypeError) as exc:  # TypeError: not JSON at all
+        raise PlanError(f"not a valid {tp.__name__}: {exc}") from None
+
+
+def dump(part: msgspec.Struct) -> dict[str, Any]:
+    """A host plan (or a part) as plain JSON types, checked against its struct on the way out."""
+    out = msgspec.to_builtins(part, enc_hook=_untagged)
+    load(type(part), out)  # a constructor does not check types: a wrong one fails here, not on a host
+    return out
+
+
+def load_document(data: Any) -> Document:
+    """plan.json, including one written before a field below was added (same schema_version 2):
+    order and closing (2026-12-02), server.python (2026-12-04), a server that did not render as
+    {"engine": ...} rather than null."""
+    if not isinstance(data, dict) or not isinstance(data.get("hosts"), dict):
+        raise PlanError("not a valid Document: expected an object with `hosts`")
+    hosts = {}
+    for name, host in data["hosts"].items():
+        if isinstance(host, dict):
+            host = {"order": [], "closing": [], **host}
+            server = host.get("server")
+            if isinstance(server, dict):
+                host["server"] = {"python": None, **server} if len(server) > 1 else None
+        hosts[name] = host
+    return load(Document, {**data, "hosts": hosts})
+
+
+def of(plan: Any, host: str) -> HostPlan:
+    """One host's plan out of the registered plan (the specsweep_plan action's result, or plan.json)."""
+    return load(HostPlan, plan["hosts"][host])
