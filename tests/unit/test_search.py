@@ -814,14 +814,13 @@ def test_the_sweeps_search_judges_probes_on_the_mix_its_plan_recorded(
     speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
     facts = [workload_fact(s, {"chat": a, "code": b}) for s, (a, b) in speeds.items()]
     sweep = factories.write_sweep(tmp_path, [msgspec.structs.replace(f, host="localhost") for f in facts])
-    entries = [{"config": {"id": f"s{s}", "steps": s, "env_profile": "default"}, "searched": True}
-               for s in (2, 4)]  # fmt: skip
+    entries = [factories.entry(factories.config(s), searched=True) for s in (2, 4)]
     plan = {
         "sweep": {
             "hosts": ["localhost"],
             "settings": {"mode": "replicate", "mix": shares, "concurrency": [1]},
         },
-        "hosts": {"localhost": {"entries": entries}},
+        "hosts": {"localhost": factories.host_plan(entries)},
     }
     where = {"dir": str(sweep), "host": "localhost", "run_id": "run-1"}
     proc = run_local_play(tmp_path, [
