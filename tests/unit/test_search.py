@@ -770,6 +770,20 @@ def workload_fact(steps: int | None, tps: dict[str, float], repeats: int = 3) ->
     return factories.fact(factories.config(steps), runs)
 
 
+def mix_facts(host: str = "gpu-a") -> list[Fact]:
+    """s2 loses on chat and wins big on code; s4 gains a little on both. Pooled, s2's samples have
+    the higher median (120 against 105) and equal shares name s2 too (112.5 against 105 tok/s),
+    whatever the traffic is: only a reader of the mix names s4 for chat-heavy traffic."""
+    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
+    facts = [workload_fact(s, {"chat": chat, "code": code}) for s, (chat, code) in speeds.items()]
+    return [msgspec.structs.replace(f, host=host) for f in facts]
+
+
+MIX_CASES = pytest.mark.parametrize(
+    ("shares", "best"), [({"chat": 0.9, "code": 0.1}, "s4"), ({"chat": 0.1, "code": 0.9}, "s2")]
+)
+
+
 def test_a_launch_of_several_workloads_is_judged_on_the_mix_per_repeat() -> None:
     fact = workload_fact(2, {"chat": 90.0, "code": 150.0})
     shares = {"chat": 0.7, "code": 0.3}
@@ -785,17 +799,11 @@ def test_a_launch_of_several_workloads_is_judged_on_the_mix_per_repeat() -> None
     assert len(objective.level_samples(short, shares)[1]) == 2
 
 
-@pytest.mark.parametrize(
-    ("shares", "best"), [({"chat": 0.9, "code": 0.1}, "s4"), ({"chat": 0.1, "code": 0.9}, "s2")]
-)
+@MIX_CASES
 def test_the_search_optimises_the_operators_mix_not_the_pooled_workloads(
     tmp_path: Path, shares: dict[str, float], best: str
 ) -> None:
-    # s2 loses on chat and wins big on code; s4 gains a little on both. Pooled, s2's samples have
-    # the higher median (120 against 105) whatever the traffic is.
-    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
-    facts = [workload_fact(s, {"chat": chat, "code": code}) for s, (chat, code) in speeds.items()]
-    factories.write_sweep(tmp_path, facts)
+    factories.write_sweep(tmp_path, mix_facts())
     asker = search_state.Asker(tmp_path / SWEEP, "gpu-a", "run-1", "host", "", mix=shares)
     observed = search_state.observe(asker, search_state.parse_candidates(json.dumps(candidates())))
     assert max(["s2", "s4"], key=lambda cid: observed.probes[cid].median) == best
@@ -803,17 +811,12 @@ def test_the_search_optimises_the_operators_mix_not_the_pooled_workloads(
     assert observed.probes["s4"].median == pytest.approx(1.05)
 
 
-@pytest.mark.parametrize(
-    ("shares", "best"), [({"chat": 0.9, "code": 0.1}, "s4"), ({"chat": 0.1, "code": 0.9}, "s2")]
-)
+@MIX_CASES
 def test_the_sweeps_search_judges_probes_on_the_mix_its_plan_recorded(
     tmp_path: Path, shares: dict[str, float], best: str
 ) -> None:
-    # The speeds of the test above: equal shares name s2 (112.5 against 105 tok/s), so a plugin
-    # that left settings.mix unread answers s2 for the chat-heavy mix too.
-    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
-    facts = [workload_fact(s, {"chat": a, "code": b}) for s, (a, b) in speeds.items()]
-    sweep = factories.write_sweep(tmp_path, [msgspec.structs.replace(f, host="localhost") for f in facts])
+    # A plugin that left settings.mix unread answers s2 for the chat-heavy mix too.
+    sweep = factories.write_sweep(tmp_path, mix_facts("localhost"))
     entries = [factories.entry(factories.config(s), searched=True) for s in (2, 4)]
     plan = {
         "sweep": {
@@ -836,10 +839,7 @@ def test_the_sweeps_search_judges_probes_on_the_mix_its_plan_recorded(
 def test_search_next_takes_the_mix_on_its_command_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, given: str, best: str
 ) -> None:
-    speeds = {None: (100.0, 100.0), 2: (90.0, 150.0), 4: (105.0, 105.0)}
-    factories.write_sweep(
-        tmp_path, [workload_fact(s, {"chat": a, "code": b}) for s, (a, b) in speeds.items()]
-    )
+    factories.write_sweep(tmp_path, mix_facts())
     monkeypatch.setattr(
         sys, "stdin", io.StringIO(json.dumps([{"id": "s2", "steps": 2}, {"id": "s4", "steps": 4}]))
     )
