@@ -15,19 +15,32 @@ from nspawnhost import Bind, MakeSystemdHost, NspawnHost, ensure_rootfs
 from nspawnhost import missing_prerequisites as nspawn_missing_prerequisites
 from testhosts import APT_PACKAGES, MakeHosts, NetnsHosts, missing_prerequisites
 
-# Integration files, slowest first (seconds on a 2-core CI machine); unlisted ones come after them,
-# the unit tests last. xdist hands whole files out in this order (--dist=loadfile,
-# --no-loadscope-reorder): the long ones start first and the many short unit files even out the end.
+# Test files, slowest first: seconds each took on a 2-core machine, summed over its tests (pytest
+# --durations=0 of a whole run, 2026-12-04); unlisted files come after them, the unit tests last.
+# xdist hands whole files out in this order (--dist=loadfile, --no-loadscope-reorder): the long
+# ones start first and the many short unit files even out the end. Re-measure when a file changes.
 SLOWEST_FIRST = (
-    "test_sweep_faults.py",
-    "test_interrupts.py",
-    "test_sweep.py",
-    "test_deploy_rollout.py",
-    "test_nightly.py",
-    "test_fleet_faults.py",
-    "test_load_levels.py",
-    "test_deploy_systemd.py",
-    "test_shard_faults.py",
+    "test_interrupts.py",  # 249
+    "test_nightly.py",  # 218
+    "test_sweep_faults.py",  # 202
+    "test_sweep.py",  # 180
+    "test_deploy_rollout.py",  # 150
+    "test_fleet_faults.py",  # 80
+    "test_deploy_systemd.py",  # 77
+    "test_workload_sweeps.py",  # 61
+    "test_bench_sweeps.py",  # 61
+    "test_shard_faults.py",  # 58
+    "test_load_levels.py",  # 58
+    "test_sweep_trust.py",  # 55
+    "test_steady_load.py",  # 40
+    "test_sweep_systemd.py",  # 36
+    "test_wait_module.py",  # 28 (unit)
+    "test_controls.py",  # 23
+    "test_supervisor.py",  # 14 (unit)
+    "test_nightly_playbook.py",  # 14 (unit)
+    "test_bench_client_llama.py",  # 13
+    "test_nspawnhost.py",  # 13
+    "test_job_module.py",  # 12 (unit)
 )
 
 # The hosts of the `ssh_hosts` fixture; add names here for more hosts (no underscores).
@@ -39,9 +52,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     def rank(item: pytest.Item) -> tuple[int, int]:
         path = item.path
-        if path.parent.name != "integration":
-            return (2, 0)
-        return (0, SLOWEST_FIRST.index(path.name)) if path.name in SLOWEST_FIRST else (1, 0)
+        if path.name in SLOWEST_FIRST:
+            return (0, SLOWEST_FIRST.index(path.name))
+        return (1, 0) if path.parent.name == "integration" else (2, 0)
 
     items.sort(key=rank)  # stable: the collection's order within a rank
 

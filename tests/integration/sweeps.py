@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from testhosts import NetnsHosts
@@ -34,6 +35,11 @@ TEST_PROMPTS = REPO / "tests" / "integration" / "prompts" / "short.jsonl"
 # One launch per config in grid order, as these tests were written for (later -e wins): each
 # launch costs CI time; test_sweep_trust.py runs the launches, the shuffle and the baseline again.
 ONE_LAUNCH_EACH = ("-e", "order=grid", "-e", "baseline_every=0", "-e", "finalists=false")
+
+
+# Enough to prove a config ran and was recorded: one short repeat, one request per test prompt (by
+# default a level sends 4 x its concurrency, and each request is a prefill and a decode of CPU time).
+QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0", "-e", "bench_requests=2")
 
 
 @dataclass
@@ -115,11 +121,13 @@ def start_sweep(inventory: Path, results: Path, *extra: str) -> subprocess.Popen
 
 
 def wait_for(
-    predicate: Callable[[], object], what: str, proc: subprocess.Popen, timeout: float = 600
-) -> None:
-    """Poll until predicate() holds; fail if the sweep ended first or the deadline passed."""
+    check: Callable[[], Any], what: str, proc: subprocess.Popen | None = None, timeout: float = 600
+) -> Any:
+    """Poll check() until it is truthy and return what it gave; fail naming `what` at the deadline
+    or when `proc` (the sweep, if given) ended first."""
     deadline = time.monotonic() + timeout
-    while not predicate():
-        assert proc.poll() is None, f"the sweep ended before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.1)  # polling a condition, bounded by the deadline
+    while not (found := check()):
+        assert proc is None or proc.poll() is None, f"the sweep ended before {what}"
+        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
+        time.sleep(0.05)  # polling a condition, bounded by the deadline
+    return found

@@ -7,10 +7,9 @@ import re
 import shutil
 from pathlib import Path
 
-from sweeps import REPO, playbook
+from sweeps import QUICK, REPO, playbook
 from testhosts import NetnsHosts
 
-QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
 FACTS = REPO / "tests" / "unit" / "fixtures" / "facts" / "t2probe"
 
 

@@ -74,7 +74,7 @@ def deployed(
     results = tmp_path_factory.mktemp("deploy-results")
     sweep = playbook(
         sweep_inventory, results, "deploysweep", "-e", "steps=1", "-e", "repeats=2", "-e", "max_tokens=24",
-        "-e", "warmup=0",
+        "-e", "warmup=0", "-e", "bench_requests=2",
     )  # fmt: skip
     assert sweep.proc.returncode == 0, sweep.output[-4000:]
     targets = choose(sweep.sweep_dir, [HostInput(h, PORT) for h in HOSTS])

@@ -37,7 +37,7 @@ def test_deploy_serves_the_recommended_argv_as_a_unit_and_a_failed_gate_puts_the
 ) -> None:
     sweep = playbook(
         systemd_inventory, tmp_path, "sddeploy", "-e", "steps=1", "-e", "repeats=2", "-e", "max_tokens=24",
-        "-e", "warmup=0",
+        "-e", "warmup=0", "-e", "bench_requests=2",
     )  # fmt: skip
     assert sweep.proc.returncode == 0, sweep.output[-4000:]
     target = choose(sweep.sweep_dir, [HostInput(HOST, PORT)])[HOST]

@@ -10,10 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from sweeps import copy_engine, host_vars, playbook, start_sweep, wait_for
+from sweeps import QUICK, copy_engine, host_vars, playbook, start_sweep, wait_for
 from testhosts import NetnsHosts
-
-QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
 
 
 @pytest.fixture(scope="module")

@@ -8,33 +8,19 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sweeps import REPO, playbook, playbook_argv, sweep_env
+from sweeps import QUICK, REPO, playbook, playbook_argv, sweep_env, wait_for
 from testhosts import NetnsHosts
 
-QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
 HOST = "sshost1"
 
 
 def run_dir(hosts: NetnsHosts, host: str = HOST) -> Path:
     """The host's server_process_run_dir, seen from the controller."""
     return hosts.opt_dir(host) / "specsweep" / "run"
-
-
-def wait_for(
-    check: Callable[[], Any], what: str, timeout: float = 120, proc: subprocess.Popen | None = None
-) -> Any:
-    """Poll check() until it is truthy; fail naming `what` at the deadline or when `proc` ended first."""
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert proc is None or proc.poll() is None, f"the sweep ended before {what}"
-        assert time.monotonic() < deadline, f"no {what} within {timeout:.0f} s"
-        time.sleep(0.05)  # polling a condition, bounded by the deadline
-    return found
 
 
 def server_record(hosts: NetnsHosts) -> dict[str, Any] | None:
@@ -110,8 +96,11 @@ def test_a_controller_killed_outright_is_outlived_by_the_hosts_lease(
     sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
     # The shortest lease the sweep takes: the supervisor must not stop a healthy run before it.
+    # A benchmark of about 100 s that keeps the server idle between its arrivals (open loop, 0.2/s):
+    # a worker of the killed run still following it would renew the lease for that long.
     proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=K", "-e", "steps=1", "-e", "lease_s=30",
-                       "-e", "repeats=2", "-e", "max_tokens=400", "-e", "warmup=0")  # fmt: skip
+                       "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0", "-e", "bench_requests=20",
+                       "-e", "request_rate=0.2")  # fmt: skip
     record = wait_for(lambda: server_record(ssh_hosts), "the first server", proc=proc)
     # The benchmark runs, followed in slices by a worker process (a fork in its own session).
     wait_for((run_dir(ssh_hosts) / "K" / "baseline.bench.json.job").exists, "the benchmark", proc=proc)
@@ -164,31 +153,41 @@ def test_a_shard_host_waiting_for_another_hosts_config_keeps_its_lease(
     sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
     proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=W", "-e", "mode=shard", "-e", "steps=1,2",
-                       "-e", "lease_s=30", "-e", "repeats=1", "-e", "max_tokens=120", "-e", "warmup=0",
+                       "-e", "lease_s=30", "-e", "repeats=1", "-e", "max_tokens=32", "-e", "warmup=0",
                        target="sweep")  # fmt: skip
     sweep = tmp_path / "W"
 
-    # One host has measured all it claimed and waits for the other, still benchmarking the last claim.
-    def waiting_and_busy() -> tuple[str, str, int] | None:
-        claims = sweep.glob(".claims/*/*/claim.json")
-        claimed = {p.parent.name: json.loads(p.read_text())["host"] for p in claims}
-        if len(claimed) < 2:
+    def claimed() -> dict[str, str]:
+        """Config -> the host that claimed it."""
+        return {
+            p.parent.name: json.loads(p.read_text())["host"] for p in sweep.glob(".claims/*/*/claim.json")
+        }
+
+    def mine(host: str) -> list[str]:
+        return ["baseline", *(c for c, owner in claimed().items() if owner == host)]
+
+    # Every config claimed, and one host benchmarking a claim of its own (its baseline is recorded).
+    def busy_on_its_claim() -> tuple[str, str, int] | None:
+        if len(claimed()) < 2:
             return None
-        for waiting, busy in (ssh_hosts.names, ssh_hosts.names[::-1]):
-            mine = ["baseline", *(c for c, host in claimed.items() if host == waiting)]
+        for busy, other in (ssh_hosts.names, ssh_hosts.names[::-1]):
+            pending = [c for c in mine(busy) if not (sweep / busy / f"{c}.json").exists()]
             pid = client_pid(ssh_hosts, busy)
-            if all((sweep / waiting / f"{c}.json").exists() for c in mine) and pid:
-                return waiting, busy, pid
+            if pid and pending and pending[0] != "baseline":
+                return busy, other, pid
         return None
 
-    waiting, busy, pid = wait_for(waiting_and_busy, "a host waiting for the other", timeout=300, proc=proc)
-    # The busy host's client held for longer than the lease: the waiting host must keep renewing its own.
+    busy, waiting, pid = wait_for(busy_on_its_claim, "a host benchmarking its claim", timeout=300, proc=proc)
+    # The busy host's client held for longer than the lease: the other host measures all it claimed,
+    # then waits for it, and must keep renewing its own lease while it waits.
     assert ssh_hosts.run_in_host(busy, ["kill", "-STOP", str(pid)]).returncode == 0
-    held = time.time()
     lock = run_dir(ssh_hosts, waiting) / "sweep.lock"
     try:
+        done = lambda: all((sweep / waiting / f"{c}.json").exists() for c in mine(waiting))  # noqa: E731 - a condition
+        wait_for(done, "the other host measuring all it claimed", timeout=120, proc=proc)
+        waits = time.time()
         # Renewed at its first wait and every third of the lease after it; without, gone after 30 s.
-        renewed = lambda: lock.exists() and lock.stat().st_mtime > held + 15  # noqa: E731 - a condition
+        renewed = lambda: lock.exists() and lock.stat().st_mtime > waits + 15  # noqa: E731 - a condition
         wait_for(renewed, "renewal of the waiting host's lease", timeout=45, proc=proc)
     finally:
         ssh_hosts.run_in_host(busy, ["kill", "-CONT", str(pid)])

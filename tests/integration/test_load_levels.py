@@ -20,7 +20,7 @@ def test_one_launch_per_config_measures_every_level_and_recommend_answers_per_le
     slo = ("-e", "sla_ttft_p99_ms=60000", "-e", "sla_itl_p99_ms=5000")  # loose: a busy 2-core box meets them
     run = run_sweep(
         sweep_inventory, "-e", "target=sshost1", "-e", "steps=1,2", "-e", "concurrency=1,2",
-        "-e", "repeats=2", "-e", "max_tokens=16", "-e", "warmup=0", *slo,
+        "-e", "repeats=2", "-e", "max_tokens=16", "-e", "warmup=0", "-e", "bench_requests=4", *slo,
     )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     facts = run.facts()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from nspawnhost import NspawnHost
-from sweeps import REPO, sweep_env
+from sweeps import REPO, sweep_env, wait_for
 
 from analysis.deploy.store import FIELDS, record
 from analysis.nightly import history
@@ -36,16 +36,6 @@ os.replace({MARKER!r} + ".tmp", {MARKER!r})  # whole or absent for the poller
 """
 # Arguments that only survive systemd's parsing when quoted right.
 HOSTILE_ARGS = ["--keep", "3", "-e", "note=two  words $HOME 100% \"q\" 'x' \\n"]
-
-
-def wait_for(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    """Poll check() until it returns something truthy; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout
-    while not (result := check()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(0.2)  # poll interval; the deadline bounds the wait
-    return result
 
 
 def recap(output: str, host: str) -> dict[str, int]:
@@ -139,10 +129,10 @@ def test_schedule_installs_a_timer_that_starts_the_nightly_and_removes_it(
     sh("rm", "-f", MARKER)
     out = schedule(every_5s)
     assert recap(out, controller.name)["changed"] > 0, out[-3000:]
-    ran = wait_for(lambda: sh("cat", MARKER), 30, "the timer to start the nightly service")
+    ran = wait_for(lambda: sh("cat", MARKER), "the timer to start the nightly service", timeout=30)
     assert json.loads(ran) == {"argv": HOSTILE_ARGS, "cwd": FAKE_REPO, "env": "1"}, ran
     # The oneshot is done (inactive) once its command has exited; then its result is final.
-    wait_for(lambda: prop("service", "ActiveState") == "inactive", 10, "the service to finish")
+    wait_for(lambda: prop("service", "ActiveState") == "inactive", "the service to finish", timeout=10)
     assert prop("service", "Result") == "success"
     assert prop("timer", "LastTriggerUSec") not in ("", "n/a")
 
@@ -342,7 +332,7 @@ def night_to_stop(sweep_inventory: Path, tmp: Path) -> list[str]:
 def server_up(run_dir: Path, running: Callable[[], bool]) -> int:
     """The server pid of sshost1's running night, once its server is up (at most 300 s)."""
     pidfile = run_dir / "server-8080.pid"
-    wait_for(lambda: pidfile.exists() or not running(), 300, "the night's server")
+    wait_for(lambda: pidfile.exists() or not running(), "the night's server", timeout=300)
     assert pidfile.exists(), "the night ended before its server started"
     return json.loads(pidfile.read_text())["server_pid"]
 

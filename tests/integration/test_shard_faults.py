@@ -20,7 +20,8 @@ def test_a_shard_host_lost_mid_benchmark_leaves_its_config_to_the_others_in_the_
     copy_engine(ssh_hosts.opt_dir("sshost1"), map(hosts.opt_dir, hosts.names))
     inventory = hosts.write_inventory(tmp_path / "hosts.yml", hostvars=host_vars(hosts, wheelhouse))
     proc = start_sweep(inventory, tmp_path, "-e", "sweep_id=S", "-e", "mode=shard", "-e", "steps=1..3",
-                       "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0")  # fmt: skip
+                       "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0",
+                       "-e", "bench_requests=2")  # fmt: skip
     claims = tmp_path / "S" / ".claims"
 
     def shard2_benchmarks_its_claim() -> str | None:

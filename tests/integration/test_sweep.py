@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+from sweeps import QUICK
 from testhosts import NetnsHosts
 
 
@@ -15,7 +16,7 @@ def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(
     # A progress line every second: 2 repeats of 2 prompts x 24 tokens take longer than that.
     run = run_sweep(
         sweep_inventory, "-e", "steps=1,3", "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0",
-        "-e", "benchmark_progress_interval_s=1",
+        "-e", "bench_requests=2", "-e", "benchmark_progress_interval_s=1",
     )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     for host in ("sshost1", "sshost2"):  # where each host is, in the normal output
@@ -116,7 +117,7 @@ def test_env_profiles_multiply_the_grid_and_resolve_per_config(sglang_inventory:
 def test_shard_mode_measures_each_config_once_across_hosts(sweep_inventory: Path, run_sweep) -> None:
     run = run_sweep(
         sweep_inventory, "-e", "mode=shard", "-e", "steps=1,2,3,4", "-e", "repeats=1", "-e", "max_tokens=8",
-        "-e", "warmup=0",
+        "-e", "warmup=0", "-e", "bench_requests=2",
     )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     facts = run.facts()
@@ -140,7 +141,7 @@ def test_step_search_in_shard_mode_probes_over_both_hosts_and_records_each_probe
 ) -> None:
     run = run_sweep(
         sweep_inventory, "-e", "mode=shard", "-e", "search=steps", "-e", "steps_range=1..5",
-        "-e", "repeats=2", "-e", "max_tokens=8", "-e", "warmup=0",
+        "-e", "repeats=2", "-e", "max_tokens=8", "-e", "warmup=0", "-e", "bench_requests=2",
     )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     facts = run.facts()
@@ -197,7 +198,7 @@ def test_a_host_that_follows_another_runs_each_config_beside_it_and_records_noth
     inventory = with_hostvars(
         sweep_inventory, tmp_path / "follow.yml", {"sshost2": {"specsweep_follows": "sshost1"}}
     )
-    run = run_sweep(inventory, "-e", "steps=1", "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
+    run = run_sweep(inventory, "-e", "steps=1", *QUICK)
     assert run.proc.returncode == 0, run.output[-4000:]
     assert sorted(run.facts()) == [("sshost1", "baseline"), ("sshost1", "s1")]  # the leader's facts only
     logs = ssh_hosts.opt_dir("sshost2") / "specsweep" / "run" / run.sweep_dir.name

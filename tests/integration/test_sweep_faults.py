@@ -14,11 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from sweeps import REPO, playbook_argv, sweep_env
+from sweeps import QUICK, REPO, playbook_argv, sweep_env
 from testhosts import NetnsHosts
-
-# Fast settings for fault tests: one short repeat is enough to prove a config works.
-QUICK = ("-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0")
 
 
 def extra_vars(tmp_path: Path, values: dict) -> tuple[str, str]:
