@@ -16,7 +16,8 @@ from nspawnhost import missing_prerequisites as nspawn_missing_prerequisites
 from testhosts import APT_PACKAGES, MakeHosts, NetnsHosts, missing_prerequisites
 
 # Test files, slowest first: seconds each took on a 2-core machine, summed over its tests (pytest
-# --durations=0 of a whole run, 2026-12-04); unlisted files come after them, the unit tests last.
+# --durations=0 of a whole run, 2026-12-04); unlisted integration files come after them, the other
+# unit files last.
 # xdist hands whole files out in this order (--dist=loadfile, --no-loadscope-reorder): the long
 # ones start first and the many short unit files even out the end. Re-measure when a file changes.
 SLOWEST_FIRST = (
