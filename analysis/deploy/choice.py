@@ -27,6 +27,7 @@ from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.stats import t975
 from analysis.sweep.hostplan import Document, Entry, PlanError, load_document
+from analysis.sweep.mix import MixError
 
 
 class DeployError(ValueError):
@@ -167,7 +168,7 @@ def choose(
         step, shares = traffic.answer_table(
             build_tables(result).step, mix, option="mix", default=traffic.recorded([sweep_dir])
         )
-    except traffic.MixError as exc:
+    except MixError as exc:
         raise DeployError(str(exc)) from None
     step = step[step["concurrency"].notna()].astype({"host": "object", "config": "object"})
     level = _level(step, concurrency, sweep_id)

@@ -3,7 +3,7 @@
     python -m analysis deployed [--history DB] [--format text|json]
 
 lists, per host, the latest deployment: config, sweep, argv hash, port, launcher, when, the gate's
-figures against the sweep's, and whether the recommendation has moved since (analysis.deploy.store).
+figures against the sweep's, and whether the recommendation has moved since (analysis.deployments).
 A module of its own, above the history store it opens (analysis.nightly.history imports the store).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.deploy.store import latest, moved, recommended_now
+from analysis.deployments import latest, moved, recommended_now
 from analysis.nightly.history import HistoryError, add_history_option, connect
 
 SHOWN = [

@@ -11,7 +11,7 @@ would deploy at each load level (analysis.nightly.recommendations, under the SLA
 is kept in `recommendations`, keyed on (sweep_id, host, engine, model, workload, concurrency);
 ingesting a sweep again replaces it. Sweeps are ordered by when they started (the earliest fact's
 start), which is what "previous runs" means in `regress`. What deploy.yml put into production is kept in
-`deployments` (analysis.deploy.store).
+`deployments` (analysis.deployments).
 
 The runs table takes its config columns from analysis.sweep.config. A store written by an older
 specsweep is brought up to date when it is opened: missing tables are created and missing run
@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.deploy import store as deployments
+from analysis import deployments
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
 from analysis.nightly import provenance, recommendations
@@ -40,7 +40,7 @@ from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
 # 1: runs without step times, adaptive or provenance (user_version 0, as SQLite starts); 2: without
-# recommendations; 3: without workloads, or deployments (analysis.deploy.store); 4: runs without the
+# recommendations; 3: without workloads, or deployments (analysis.deployments); 4: runs without the
 # launch in their key (a config's second launch was taken for its first, ingested already); 5: this.
 SCHEMA_VERSION = 5
 SQL_TYPES = {bool: "INTEGER", int: "INTEGER", str: "TEXT"}

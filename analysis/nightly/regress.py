@@ -11,7 +11,7 @@ that moved (acceptance or step time) and what the facts of the two nights differ
 --markdown); --json, --junit and --prometheus (a node_exporter textfile) carry the same verdicts.
 The summary and --json also list where the config `recommend` would deploy at a load level changed
 since the previous sweep (analysis.nightly.recommendations), and each host's deployed config against
-the night's recommendation, with "redeploy" where it moved far enough (analysis.deploy.store):
+the night's recommendation, with "redeploy" where it moved far enough (analysis.deployments):
 information, never a failure. Exit status: 1 when anything regressed or failed, 0 otherwise, 2 for
 bad usage; the recommendation changes and the deployed configs play no part in it.
 """
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.deploy import store as deployments
+from analysis import deployments
 from analysis.nightly import history, prometheus, recommendations
 from analysis.nightly.judge import FAILING, YOUNG_NIGHTS
 from analysis.nightly.regress_report import Night, markdown, write_json, write_junit

@@ -2,7 +2,7 @@
 
 The verdicts decide the exit status and the JUnit failures; the recommendation changes
 (analysis.nightly.recommendations) and the deployed configs against the night's recommendation
-(analysis.deploy.store) are information, in the summary and the JSON only.
+(analysis.deployments) are information, in the summary and the JSON only.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.deploy import store as deployments
+from analysis import deployments
 from analysis.nightly import recommendations
 from analysis.nightly.judge import FAILING, HARMFUL, VERDICTS, YOUNG_NIGHTS, Priors
 from analysis.nightly.noise import MIN_CELLS, NO_PRIOR
@@ -39,7 +39,7 @@ class Night:
     recommendations: pd.DataFrame
     # The night-to-night noise the cells share, per series (recent_drop's; judge.fleet_noise).
     noise: Priors = field(default_factory=dict)
-    # Each host's latest deployment against the night's recommendation (analysis.deploy.store.moved).
+    # Each host's latest deployment against the night's recommendation (analysis.deployments.moved).
     deployed: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 

@@ -65,7 +65,7 @@ def sweep_request(
     deployed: Mapping[str, str] | None = None,
 ) -> dict:
     """The night's sweep request: its grid, every host measuring every config and the one deployed
-    there (`deployed`, host -> config id: analysis.deploy.store.deployed_configs), named nightly-<UTC>.
+    there (`deployed`, host -> config id: analysis.deploy.deployed.deployed_configs), named nightly-<UTC>.
 
     `mode` / `plan_only` are what -e says: a night that would not measure the whole grid on every
     host is refused.

@@ -12,7 +12,6 @@ the within-noise sets and SGLang's adaptive schedule are made from it as from an
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -21,36 +20,10 @@ import pandas as pd
 
 from analysis.report.compare import HOST_KEYS, is_baseline, verdict_ci
 from analysis.stats import log_ratio_ci, median_ci, straddles_zero, verdict
+from analysis.sweep.mix import MixError, parse
 
 NAME = "mix"  # the mix's workload in the table it makes
 KEYS = [*HOST_KEYS, "concurrency", "config"]
-
-
-class MixError(ValueError):
-    """A mix that cannot be read or weighed on these results."""
-
-
-def parse(text: str, option: str = "--mix", zero: bool = True) -> dict[str, float]:
-    """'chat=0.7,code=0.3' -> shares summing to 1; MixError, naming `option`, says what is wrong.
-
-    zero: a share of 0 drops its workload (the report's --mix); False refuses it (the sweep's `mix`,
-    where a workload measured for no traffic is a mistake in the request).
-    """
-    shares: dict[str, float] = {}
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        name, eq, value = part.partition("=")
-        try:
-            share = float(value) if eq else float("nan")
-        except ValueError:
-            share = float("nan")
-        if not name.strip() or not (share >= 0 if zero else share > 0) or math.isinf(share):
-            least = "" if zero else ", each share above 0"
-            raise MixError(f"{option}: {part!r} is not workload=share (e.g. chat=0.7,code=0.3{least})")
-        shares[name.strip()] = shares.get(name.strip(), 0.0) + share
-    total = sum(shares.values())
-    if not shares or total <= 0:
-        raise MixError(f"{option}: give at least one workload a share above 0")
-    return {name: share / total for name, share in shares.items() if share > 0}
 
 
 def recorded(paths: Iterable[Path]) -> dict[str, float] | None:

@@ -49,6 +49,7 @@ from analysis.report.deploy import recommend_blocks
 from analysis.report.recommend import HOST_GROUP, ScheduleError, adaptive_schedule, adaptive_table, recommend
 from analysis.report.render import layout
 from analysis.report.sla import Sla, add_sla_options
+from analysis.sweep.mix import MixError
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -201,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         mix_step, shares = mix.answer_table(
             step, args.mix, default=None if args.mix else mix.recorded(args.sweeps)
         )
-    except mix.MixError as exc:
+    except MixError as exc:
         print(f"analysis recommend: {exc}", file=sys.stderr)
         return EXIT_USAGE
     mixed = None if shares is None else recommend(mix_step)

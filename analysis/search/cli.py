@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.report import mix
 from analysis.search.state import Asker, InputError, next_step, parse_candidates, profile_of, render_summary
+from analysis.sweep import mix
 
 
 def _name(text: str) -> str:

@@ -17,7 +17,7 @@ from analysis.facts.schema import Fact
 from analysis.report import mix
 from analysis.search.decide import Probe
 
-Shares = Mapping[str, float]  # the traffic's share of requests by workload (analysis.report.mix.parse)
+Shares = Mapping[str, float]  # the traffic's share of requests by workload (analysis.sweep.mix.parse)
 
 
 def levels_of(fact: Fact) -> list[int]:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.report import mix
+from analysis.sweep import mix
 from analysis.sweep.config import AXES, NAME_RE, parse_id
 from analysis.workloads import traffic
 from analysis.workloads.shipped import SHIPPED

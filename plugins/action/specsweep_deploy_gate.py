@@ -1,5 +1,5 @@
 """Judge one host's short benchmark after its restart (analysis.deploy.gate) and, when it passes,
-record the deployment in the history store (analysis.deploy.store). On the controller.
+record the deployment in the history store (analysis.deployments). On the controller.
 
 Fails with the gate's name and figures when it does not pass; the caller rolls the host back.
 """
@@ -12,7 +12,8 @@ from typing import Any
 from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.deploy import gate, store
+from analysis import deployments
+from analysis.deploy import gate
 from analysis.nightly.history import HistoryError, connect
 
 
@@ -45,7 +46,7 @@ class ActionModule(ActionBase):
         except HistoryError as exc:
             return {**result, "failed": True, "msg": f"the gate passed but it cannot be recorded: {exc}"}
         try:
-            store.record(conn, store.row(host, target, figures, str(args.get("launcher") or "")))
+            deployments.record(conn, deployments.row(host, target, figures, str(args.get("launcher") or "")))
         finally:
             conn.close()
         say = f"gates passed: {verdict.detail}; {target['config']} recorded in {args['history']}"

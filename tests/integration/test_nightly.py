@@ -21,7 +21,7 @@ import pytest
 from nspawnhost import NspawnHost
 from sweeps import REPO, sweep_env, wait_for
 
-from analysis.deploy.store import FIELDS, record
+from analysis.deployments import FIELDS, record
 from analysis.nightly import history
 
 UNIT_DIR = "/etc/systemd/system"

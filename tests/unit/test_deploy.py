@@ -16,9 +16,10 @@ from local_play import run_local_play
 from plugin_loader import REPO, load_plugin
 
 from analysis import cli
-from analysis.deploy import gate, store
+from analysis.deploy import gate
 from analysis.deploy.choice import DeployError, HostInput, argv_hash, choose, with_port
 from analysis.deploy.deployed import deployed_configs
+from analysis.deployments import latest, moved, record, row
 from analysis.facts.load import load_sweeps
 from analysis.facts.schema import to_dict
 from analysis.nightly import history
@@ -310,9 +311,9 @@ def test_deployments_are_recorded_and_listed_per_host_latest_first(
     targets = choose(sweep, HOSTS)
     verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
     conn = history.connect(db)
-    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS, config="s3")["gpu-b"], verdict, "nohup"))
-    store.record(conn, store.row("gpu-a", targets["gpu-a"], verdict, "systemd"))
-    store.record(conn, store.row("gpu-b", targets["gpu-b"], verdict, "nohup"))
+    record(conn, row("gpu-a", choose(sweep, HOSTS, config="s3")["gpu-b"], verdict, "nohup"))
+    record(conn, row("gpu-a", targets["gpu-a"], verdict, "systemd"))
+    record(conn, row("gpu-b", targets["gpu-b"], verdict, "nohup"))
     conn.close()
     assert cli.main(["deployed", "--history", str(db), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
@@ -336,7 +337,7 @@ def test_a_store_from_before_deployments_gains_the_table(tmp_path: Path) -> None
     conn.close()
     conn = history.connect(db)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == history.SCHEMA_VERSION
-    assert store.latest(conn).empty
+    assert latest(conn).empty
     conn.close()
     assert sqlite3.connect(db).execute("SELECT count(*) FROM deployments").fetchone() == (0,)
 
@@ -349,8 +350,8 @@ def test_deployed_says_when_a_newer_sweep_recommends_a_clearly_faster_config(
     conn = history.connect(db)
     history.ingest(conn, load_sweeps([sweep]))  # the newest sweep: s3 on gpu-a, baseline on gpu-b
     for host in ("gpu-a", "gpu-b"):  # both run the baseline
-        store.record(conn, store.row(host, choose(sweep, HOSTS, config="baseline")[host], verdict, "nohup"))
-    table = store.moved(conn, store.latest(conn)).set_index("host")
+        record(conn, row(host, choose(sweep, HOSTS, config="baseline")[host], verdict, "nohup"))
+    table = moved(conn, latest(conn)).set_index("host")
     conn.close()
     assert table.loc["gpu-a", "newest_config"] == "s3" and bool(table.loc["gpu-a", "redeploy"])
     assert table.loc["gpu-a", "moved_pct"] == pytest.approx(50.0)
@@ -365,9 +366,9 @@ def test_the_nightly_request_measures_the_config_deployed_on_each_host(sweep: Pa
     assert deployed_configs(db) == {} and not db.exists()  # no store: nothing deployed, none made
     verdict = gate.judge(SWEEP, bench([97.0, 99.0])).as_dict()
     conn = history.connect(db)
-    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS)["gpu-a"], verdict, "nohup"))  # s3, then
-    store.record(conn, store.row("gpu-a", choose(sweep, HOSTS, config="baseline")["gpu-a"], verdict, "nohup"))
-    store.record(conn, store.row("gpu-b", choose(sweep, HOSTS)["gpu-b"], verdict, "nohup"))
+    record(conn, row("gpu-a", choose(sweep, HOSTS)["gpu-a"], verdict, "nohup"))  # s3, then
+    record(conn, row("gpu-a", choose(sweep, HOSTS, config="baseline")["gpu-a"], verdict, "nohup"))
+    record(conn, row("gpu-b", choose(sweep, HOSTS)["gpu-b"], verdict, "nohup"))
     conn.close()
     deployed = deployed_configs(db)
     assert deployed == {"gpu-a": "baseline", "gpu-b": "baseline"}
@@ -391,7 +392,7 @@ def test_the_nightly_report_says_when_to_redeploy_and_keeps_its_exit_code(
     conn = history.connect(db)
     for host in ("gpu-a", "gpu-b"):  # both run the baseline
         target = choose(sweep, HOSTS, config="baseline")[host]
-        store.record(conn, store.row(host, target, gate.judge(SWEEP, bench([99.0])).as_dict(), "nohup"))
+        record(conn, row(host, target, gate.judge(SWEEP, bench([99.0])).as_dict(), "nohup"))
     conn.close()
     assert cli.main(regress) == before
     text = capsys.readouterr().out

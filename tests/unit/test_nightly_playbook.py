@@ -17,7 +17,7 @@ import yaml
 from test_regress_recommendations import SLA, faster_prefill, night
 
 from analysis.cli import main
-from analysis.deploy.store import FIELDS, record
+from analysis.deployments import FIELDS, record
 from analysis.nightly import history
 from analysis.nightly.settings import Settings
 

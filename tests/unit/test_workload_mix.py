@@ -15,6 +15,7 @@ from analysis.facts.load import load_sweeps
 from analysis.report import mix
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
+from analysis.sweep.mix import MixError, parse
 
 # Per workload, the median tok/s of three identical repeats: speculation loses on chat, wins on code.
 SPEEDS = {"baseline": {"chat": 100.0, "code": 100.0}, "s2": {"chat": 90.0, "code": 150.0}}
@@ -40,15 +41,15 @@ def recommend_json(sweep: Path, capsys: pytest.CaptureFixture[str], *extra: str)
 
 
 def test_a_mix_is_read_as_shares_of_requests_that_sum_to_one() -> None:
-    assert mix.parse("chat=0.7,code=0.3") == pytest.approx({"chat": 0.7, "code": 0.3})
-    assert mix.parse("chat=2, code=2") == pytest.approx({"chat": 0.5, "code": 0.5})
-    assert mix.parse("chat=1,code=0") == {"chat": 1.0}
+    assert parse("chat=0.7,code=0.3") == pytest.approx({"chat": 0.7, "code": 0.3})
+    assert parse("chat=2, code=2") == pytest.approx({"chat": 0.5, "code": 0.5})
+    assert parse("chat=1,code=0") == {"chat": 1.0}
 
 
 @pytest.mark.parametrize("text", ["chat", "chat=x", "=0.5", "chat=-1", "", "chat=0"])
 def test_a_mix_that_is_not_workload_equals_share_is_refused(text: str) -> None:
-    with pytest.raises(mix.MixError, match="--mix"):
-        mix.parse(text)
+    with pytest.raises(MixError, match="--mix"):
+        parse(text)
 
 
 def test_each_workload_gets_its_own_rows_and_answer(tmp_path: Path) -> None:
@@ -127,7 +128,7 @@ def test_sweeps_asking_for_different_mixes_are_refused_without_one_given(tmp_pat
     for folder, shares in ((one, {"chat": 1.0}), (other, {"code": 1.0})):
         folder.mkdir()
         (folder / "sweep.json").write_text(json.dumps({"settings": {"mix": shares}}))
-    with pytest.raises(mix.MixError, match="different mixes"):
+    with pytest.raises(MixError, match="different mixes"):
         mix.recorded([one, other])
     assert mix.recorded([one, one]) == {"chat": 1.0}
     assert mix.recorded([tmp_path]) is None  # a folder without sweep.json names none
