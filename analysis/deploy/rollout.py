@@ -1,5 +1,6 @@
 """What a rollout decides on the host: its launcher, the state it keeps (deployed.json), whether
-that launch already serves there, and what a host serves once an interrupted rollout settled.
+that launch already serves there, what a host serves once an interrupted rollout settled, and the
+words a failed rollout stops with.
 
 roles/deploy reads these through the specsweep_deploy filters; what each host gets is decided
 before, on the controller (analysis.deploy.choice).
@@ -7,10 +8,14 @@ before, on the controller (analysis.deploy.choice).
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Mapping
 from typing import Any
 
 LAUNCHERS = ("systemd", "nohup")
+# Characters of a failed gate's message kept in the rollout's failure (a log tail can be long).
+WHY_CHARS = 300
 
 
 def launcher(asked: str, systemd_run: Mapping[str, Any]) -> str:
@@ -42,3 +47,27 @@ def settled_words(settled: Mapping[str, Any], run_id: str) -> str:
         return "nothing deployed by specsweep"
     which = "new" if settled.get("run_id", "") == run_id else "old"
     return f"{which}: {settled['config']} of sweep {settled['sweep_id']}"
+
+
+def read_state(slurped: Mapping[str, Any]) -> dict[str, Any]:
+    """deployed.json as ansible.builtin.slurp returned it (failed_when: false); {} where the host
+    has none: nothing of specsweep's was deployed there."""
+    content = slurped.get("content")
+    return json.loads(base64.b64decode(content)) if content is not None else {}
+
+
+def before_words(before: Mapping[str, Any]) -> str:
+    """What a failed rollout went back to, in words: the state that passed before, if any."""
+    if not before:
+        return "what ran before (nothing deployed by specsweep)"
+    return f"{before['config']} of sweep {before['sweep_id']}"
+
+
+def failure_words(failed: Mapping[str, Any], stage: str) -> str:
+    """Which gate failed (the verdict's, else the `stage` the rollout was in) and why, on one line,
+    the why cut to WHY_CHARS at a word."""
+    gate = (failed.get("verdict") or {}).get("gate", stage)
+    why = " ".join(str(failed.get("msg", "failed")).split())
+    if len(why) > WHY_CHARS:
+        why = why[: WHY_CHARS - 3].rsplit(" ", 1)[0] + "..."
+    return f"{gate} failed: {why}"

@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.deploy.rollout import launcher, serves_already, settled_words, state
+from analysis.deploy.rollout import (
+    before_words,
+    failure_words,
+    launcher,
+    read_state,
+    serves_already,
+    settled_words,
+    state,
+)
 
 
 class FilterModule:
@@ -18,4 +26,7 @@ class FilterModule:
             "specsweep_deployed_state": state,
             "specsweep_serves_already": serves_already,
             "specsweep_settled_words": settled_words,
+            "specsweep_deployed_read": read_state,
+            "specsweep_before_words": before_words,
+            "specsweep_deploy_failure": failure_words,
         }

@@ -377,6 +377,13 @@ def test_the_nightly_request_measures_the_config_deployed_on_each_host(sweep: Pa
     read = sweep_request.read(night)
     assert read.errors == [] and read["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["s3"]}
     assert nightly.sweep_request({})["host_configs"] == {}
+    # As playbooks/nightly.yml asks for it: the deployed configs read from the night's store.
+    asked = {"overrides": {"steps": [2]}, "mode": None, "plan_only": None, "history": str(db),
+             "results_dir": None, "playbook_dir": str(REPO / "playbooks")}  # fmt: skip
+    as_played = load_plugin("plugins/filter/specsweep_nightly.py").request(asked)
+    assert as_played["host_configs"] == {"gpu-a": ["baseline"], "gpu-b": ["baseline"]}, as_played
+    with pytest.raises(ValueError, match="replicate mode and never plan-only"):
+        load_plugin("plugins/filter/specsweep_nightly.py").request({**asked, "mode": "shard"})
 
 
 def test_the_nightly_report_says_when_to_redeploy_and_keeps_its_exit_code(

@@ -1,6 +1,10 @@
-"""What a rollout decides on the host (analysis.deploy.rollout): launcher, kept state, no-op, settle."""
+"""What a rollout decides on the host (analysis.deploy.rollout): launcher, kept state, no-op, settle,
+and the words a failed one stops with."""
 
 from __future__ import annotations
+
+import base64
+import json
 
 import pytest
 from plugin_loader import load_plugin
@@ -72,6 +76,26 @@ def test_the_settle_says_whether_the_host_serves_this_rollouts_config(settled: d
     assert rollout.settled_words(settled, "run-7") == words
 
 
+def test_deployed_json_is_read_from_its_slurp_and_a_missing_one_is_nothing_deployed() -> None:
+    kept = {"config": "s2", "sweep_id": "sweep-1", "launcher": "nohup"}
+    slurped = {"content": base64.b64encode(json.dumps(kept).encode()).decode(), "encoding": "base64"}
+    assert rollout.read_state(slurped) == kept
+    missing = {"failed": True, "msg": "file not found: /srv/specsweep/deployed.json"}
+    assert rollout.read_state(missing) == {}
+    assert rollout.before_words(kept) == "s2 of sweep sweep-1"
+    assert rollout.before_words({}) == "what ran before (nothing deployed by specsweep)"
+
+
+def test_a_failure_names_the_verdicts_gate_else_the_stage_and_one_short_line_of_why() -> None:
+    gated = {"verdict": {"gate": "throughput"}, "msg": "tok/s 80.0\n  below the floor 90.0"}
+    assert rollout.failure_words(gated, "benchmark") == "throughput failed: tok/s 80.0 below the floor 90.0"
+    assert rollout.failure_words({"msg": "no /health"}, "health") == "health failed: no /health"
+    assert rollout.failure_words({}, "start") == "start failed: failed"
+    long = rollout.failure_words({"msg": "word " * 200}, "start")
+    assert long.startswith("start failed: word word") and long.endswith("word...")
+    assert len(long) <= len("start failed: ") + rollout.WHY_CHARS, len(long)
+
+
 def test_the_filters_hand_the_role_these_functions() -> None:
     filters = load_plugin("plugins/filter/specsweep_deploy.py").FilterModule().filters()
     assert filters == {
@@ -79,4 +103,7 @@ def test_the_filters_hand_the_role_these_functions() -> None:
         "specsweep_deployed_state": rollout.state,
         "specsweep_serves_already": rollout.serves_already,
         "specsweep_settled_words": rollout.settled_words,
+        "specsweep_deployed_read": rollout.read_state,
+        "specsweep_before_words": rollout.before_words,
+        "specsweep_deploy_failure": rollout.failure_words,
     }
