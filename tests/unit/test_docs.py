@@ -7,6 +7,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+# The repo's folders: a path named from one of them is checked (a role's `tasks/main.yml` is not).
+TOP = "analysis|bench|docs|group_vars|inventory|playbooks|plugins|roles|scripts|tests"
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
@@ -31,3 +33,38 @@ def test_every_relative_link_resolves() -> None:
         if "://" not in target and not (page.parent / target).exists()
     ]
     assert not dead
+
+
+def test_the_readme_layout_names_every_package_playbook_role_and_page() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([^`]+)`", text[text.index("| path | what |") : text.index("## Checks")]))
+    tree = {
+        *(f"analysis/{p.name}/" for p in (ROOT / "analysis").iterdir() if (p / "__init__.py").is_file()),
+        *(f"playbooks/{p.name}" for p in (ROOT / "playbooks").glob("*.yml")),
+        *(p.name for p in (ROOT / "roles").iterdir() if p.is_dir()),
+        *(p.name for p in (ROOT / "docs").glob("*.md")),
+    }
+    assert sorted(tree - named) == []
+
+
+def test_the_files_and_modules_the_design_and_extending_pages_name_exist() -> None:
+    missing = []
+    for page in ("design.md", "extending.md"):
+        text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+        for name in re.findall(r"`([^`\s]+)`", text):
+            if re.fullmatch(rf"({TOP})/[\w./-]*", name):
+                missing += [] if (ROOT / name).exists() else [f"{page}: {name}"]
+            elif re.fullmatch(r"analysis(\.\w+)+", name):
+                parts = name.split(".")
+                # A module, or a module's attribute: analysis.facts.record.build_fact.
+                module = next((parts[:i] for i in range(len(parts), 1, -1)
+                               if (ROOT / Path(*parts[:i])).with_suffix(".py").is_file()
+                               or (ROOT / Path(*parts[:i]) / "__init__.py").is_file()), None)  # fmt: skip
+                if module is None:
+                    missing.append(f"{page}: {name}")
+                elif len(module) < len(parts):
+                    source = (ROOT / Path(*module)).with_suffix(".py")
+                    attr = parts[len(module)]
+                    if not re.search(rf"^(def|class) {attr}\b|^{attr}\b.*=", source.read_text(), re.M):
+                        missing.append(f"{page}: {name}")
+    assert missing == [], missing
