@@ -26,7 +26,7 @@ from analysis.report import mix as traffic
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.stats import t975
-from analysis.sweep.hostplan import Document, Entry, PlanError, load_document
+from analysis.sweep.hostplan import Document, Entry, PlanError, Sweep, load_document
 from analysis.sweep.mix import MixError
 
 
@@ -160,7 +160,7 @@ def choose(
         plan = load_document(json.loads(plan_path.read_text(encoding="utf-8")))
     except (ValueError, PlanError) as exc:
         raise DeployError(f"from: {plan_path}: {exc}") from None
-    sweep_id = plan.sweep["id"]
+    sweep_id = plan.sweep.id
     result = result or load_sweeps([sweep_dir])
     if result.runs.empty:
         raise DeployError(f"from: sweep {sweep_id} holds no result facts")
@@ -179,8 +179,8 @@ def choose(
             f"{', '.join(missing)}: not measured by sweep {sweep_id} (its hosts: {', '.join(sorted(swept))})"
         )
     accept = accept_ci(result.runs)
-    settings = plan.sweep["settings"]
-    traffic_sent = _traffic(plan.sweep, settings)
+    settings = plan.sweep.settings
+    traffic_sent = _traffic(plan.sweep)
     out = {}
     for h in hosts:
         chosen, at, why = _pick(step, h.name, level, config)
@@ -225,8 +225,8 @@ def choose(
                 "accept_ci_hi": _number(acc_row.get("accept_ci_hi")),
             },
             "benchmark": {
-                "max_tokens": settings["max_tokens"],
-                "warmup": settings["warmup"],
+                "max_tokens": settings.max_tokens,
+                "warmup": settings.warmup,
                 "concurrency": at,
                 **traffic_sent,
             },
@@ -234,13 +234,13 @@ def choose(
     return out
 
 
-def _traffic(sweep: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
+def _traffic(sweep: Sweep) -> dict[str, Any]:
     """What the gate's benchmark sends, as the sweep did: its workloads' records (the controller's
     file, named by content; "" for a sweep of the prompt set, the role's own) and its seed."""
-    records = (sweep.get("workloads") or {}).get("records") or ""
+    records = sweep.workloads.records if sweep.workloads else ""
     if records and not Path(records).is_file():
         raise DeployError(
-            f"from: the workloads sweep {sweep['id']} measured ({records}) are gone from this controller; "
+            f"from: the workloads sweep {sweep.id} measured ({records}) are gone from this controller; "
             "the gate cannot send the same traffic (sweep again, or deploy from a newer sweep)"
         )
-    return {"records": records, "seed": settings["seed"]}
+    return {"records": records, "seed": sweep.settings.seed}

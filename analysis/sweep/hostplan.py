@@ -1,10 +1,12 @@
-"""What each host is handed: its server, its launches and the order it runs them in.
+"""What each host is handed: its server, its launches and the order it runs them in; and the sweep.
 
 analysis.sweep.plan builds these structs; `dump` gives what Ansible gets (`specsweep_host`, one
 entry as `specsweep_entry`, one slot as `specsweep_slot`) and what plan.json holds, checked on the
 way out. Every Python reader (the action plugins, the lease, the fact writer, deploy) takes its part
 back through `load` (plan.json through `load_document`), so a missing, misspelt or mistyped field
 is an error that names it. The playbooks read only fields defined here (tests/unit/test_plan_fields.py).
+The sweep's settings are a struct made from analysis.sweep.request.SETTINGS: a field per setting,
+of the type its parser returns.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import msgspec
 
 from analysis.sweep.config import ENGINES, Config
 from analysis.sweep.order import CHECK, FINALIST, GRID
+from analysis.sweep.request import SETTINGS
 
 EngineName = Literal[ENGINES]
 Why = Literal[GRID, CHECK, FINALIST]
@@ -89,11 +92,51 @@ class HostPlan(_Part, kw_only=True):
     adaptive_config: AdaptiveCopy | None
 
 
+# Every setting of the request, typed (analysis.sweep.request reads and checks them; plan.json and
+# sweep.json hold them as `sweep.settings`, the playbooks as `specsweep_settings`).
+Settings = msgspec.defstruct(
+    "Settings", [(s.name, s.type) for s in SETTINGS], bases=(_Part,), kw_only=True, module=__name__
+)
+
+
+class Estimate(_Part, kw_only=True):
+    """How long the sweep takes (analysis.sweep.plan.estimate)."""
+
+    configs: int
+    launches_per_host: int
+    seconds: float | None  # None: no earlier sweep of this engine to time
+    text: str  # as the operator reads it
+
+
+class Workloads(_Part, kw_only=True):
+    """The traffic the sweep sends (analysis.workloads.build): one records file for every host."""
+
+    records: str  # the records file, on the controller (copied to each host in preflight)
+    sets: list[dict[str, Any]]  # each workload by name, source, counts and hash (never its text)
+
+
+class Sweep(_Part, kw_only=True):
+    """The sweep, as sweep.json and plan.json hold it: its names, settings, configs and estimate."""
+
+    id: str
+    dir: str  # the results folder, on the controller
+    run_id: str  # this invocation (locks, claims)
+    run_started_at: float  # epoch seconds: facts written since belong to this run
+    git_rev: str | None
+    repo: str  # the suite's checkout on the controller
+    hosts: list[str]  # the targeted hosts
+    settings: Settings
+    configs: list[Config]  # the grid
+    warnings: list[str]  # grid cells dropped, and why
+    workloads: Workloads | None  # None: the role's prompt set
+    estimate: Estimate
+
+
 class Document(_Part, kw_only=True):
     """plan.json: the sweep (as sweep.json holds it) and every host's plan, secrets redacted."""
 
     schema_version: Literal[2]
-    sweep: dict[str, Any]
+    sweep: Sweep
     hosts: dict[str, HostPlan]
 
 
@@ -134,9 +177,13 @@ def dump(part: msgspec.Struct) -> dict[str, Any]:
 def load_document(data: Any) -> Document:
     """plan.json, including one written before a field below was added (same schema_version 2):
     order and closing (2026-12-02), server.python (2026-12-04), a server that did not render as
-    {"engine": ...} rather than null."""
+    {"engine": ...} rather than null, a sweep setting added since."""
     if not isinstance(data, dict) or not isinstance(data.get("hosts"), dict):
         raise PlanError("not a valid Document: expected an object with `hosts`")
+    sweep = data.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("settings"), dict):
+        # A setting added since the sweep ran was its default then.
+        sweep = {**sweep, "settings": {**{s.name: s.default for s in SETTINGS}, **sweep["settings"]}}
     hosts = {}
     for name, host in data["hosts"].items():
         if isinstance(host, dict):
@@ -145,7 +192,7 @@ def load_document(data: Any) -> Document:
             if isinstance(server, dict):
                 host["server"] = {"python": None, **server} if len(server) > 1 else None
         hosts[name] = host
-    return load(Document, {**data, "hosts": hosts})
+    return load(Document, {**data, "sweep": sweep, "hosts": hosts})
 
 
 def of(plan: Any, host: str) -> HostPlan:

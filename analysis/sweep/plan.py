@@ -21,7 +21,7 @@ from analysis.redact import REDACTED, redact_argv, redact_env
 from analysis.sweep import adaptive, order
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
-from analysis.sweep.hostplan import AdaptiveCopy, Entry, HostPlan, Server, Slot, dump
+from analysis.sweep.hostplan import AdaptiveCopy, Entry, HostPlan, Server, Slot, Sweep, dump, load
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
@@ -267,7 +267,7 @@ def build(
         "workloads": traffic,
         "estimate": estimate(configs, plans, request, results_dir),
     }
-    return {"errors": [], "sweep": sweep, "hosts": {n: dump(p) for n, p in plans.items()}}
+    return {"errors": [], "sweep": dump(load(Sweep, sweep)), "hosts": {n: dump(p) for n, p in plans.items()}}
 
 
 def _host_configs(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import difflib
 import re
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from analysis.sweep import mix
@@ -217,9 +219,15 @@ class Setting:
     """One `-e` setting: how it is read, its default, and one line for the operator."""
 
     name: str
-    parse: Callable[[str, Any], Any]
+    parse: Callable[[str, Any], Any]  # (name, value) -> the typed value; RequestError names the setting
     default: Any
     help: str
+
+    @property
+    def type(self) -> Any:
+        """The type of its value: what its parser returns (plan.json's settings are checked by it)."""
+        parse = self.parse.func if isinstance(self.parse, partial) else self.parse
+        return typing.get_type_hints(parse)["return"]
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -240,16 +248,16 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     # How each config is measured.
     Setting("concurrency", some_ints, [1], "concurrency levels, all measured on each launch"),
-    Setting("repeats", lambda n, v: one_int(n, v), 3, "measured repeats of the prompt set per level"),
-    Setting("warmup", lambda n, v: one_int(n, v, 0), 1, "unmeasured warm-up requests per launch"),
-    Setting("max_tokens", lambda n, v: one_int(n, v), 96, "tokens generated per request (EOS ignored)"),
+    Setting("repeats", one_int, 3, "measured repeats of the prompt set per level"),
+    Setting("warmup", partial(one_int, minimum=0), 1, "unmeasured warm-up requests per launch"),
+    Setting("max_tokens", one_int, 96, "tokens generated per request (EOS ignored)"),
     # Launches, order and racing (docs/trust.md).
-    Setting("launches", lambda n, v: one_int(n, v), 1, "launches of each config (each its own fact)"),
+    Setting("launches", one_int, 1, "launches of each config (each its own fact)"),
     Setting("order", choice("random", "grid"), "random", "random: seeded shuffle per host; grid: as listed"),
     Setting("order_seed", optional_int, None, "the shuffle's seed (replays an order); empty = drawn"),
     Setting(
         "baseline_every",
-        lambda n, v: one_int(n, v, 0),
+        partial(one_int, minimum=0),
         10,
         "the baseline again after every K other launches and at the end; 0 = never again",
     ),
@@ -266,30 +274,28 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("workload_file", text, "", "your own traffic (controller file), measured as workload `file`"),
     Setting(
-        "workload_records", lambda n, v: one_int(n, v, 0), 0, "records per workload (seeded sample); 0: all"
+        "workload_records", partial(one_int, minimum=0), 0, "records per workload (seeded sample); 0: all"
     ),
     Setting("output_len", choice("fixed", "dataset"), "fixed", "fixed (max_tokens) or dataset (the data's)"),
     Setting("mix", mix_shares, {}, "share of requests per workload, chat=0.7,code=0.3: search and recommend"),
     # How each level is driven (docs/load.md): closed loop at c in flight unless request_rate.
     Setting(
         "bench_requests",
-        lambda n, v: optional_int(n, v, 1),
+        partial(optional_int, minimum=1),
         None,
         "requests per level and repeat (default max(4 x c, prompts))",
     ),
     Setting("bench_duration_s", positive_number, None, "instead of bench_requests: send for this long, s"),
     Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
-    Setting("seed", lambda n, v: one_int(n, v, 0), 42, "seed of the prompts sampled (and the arrivals)"),
+    Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     # How the fleet shares the work.
     Setting("mode", choice("replicate", "shard"), "replicate", "replicate: every host runs every config"),
     Setting("search", choice("", "steps"), "", "steps: search the step counts instead of a grid"),
     Setting("steps_range", int_list, [], "the candidates of search=steps (steps works too)"),
-    Setting("max_configs", lambda n, v: one_int(n, v), 64, "refuse a grid of more configs than this"),
-    Setting(
-        "lease_s", lambda n, v: one_int(n, v, 30), 600, "a host stops our servers when unheard this long"
-    ),
+    Setting("max_configs", one_int, 64, "refuse a grid of more configs than this"),
+    Setting("lease_s", partial(one_int, minimum=30), 600, "a host stops our servers when unheard this long"),
     # The run itself.
     Setting("plan_only", boolean, False, "only write and print the plan; launch nothing"),
     Setting("sweep_id", one_name, "", "results folder name; empty = a UTC timestamp"),

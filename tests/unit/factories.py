@@ -23,8 +23,9 @@ from analysis.facts.schema import (
     Timings,
     to_dict,
 )
+from analysis.sweep import request
 from analysis.sweep.config import Config, make
-from analysis.sweep.hostplan import Entry, HostPlan, Server, dump
+from analysis.sweep.hostplan import Entry, Estimate, HostPlan, Server, Settings, Sweep, dump, load
 
 
 def config(steps: int | None = None, env_profile: str = "default") -> Config:
@@ -165,3 +166,12 @@ def host_plan(entries: list[Entry] | None = None, **changes: Any) -> dict[str, A
                     run_dir="/var/tmp/specsweep", lock_path="/var/tmp/specsweep/sweep.lock",
                     adaptive_config=None)  # fmt: skip
     return dump(msgspec.structs.replace(base, **changes))
+
+
+def plan_sweep(sweep_id: str, **settings: Any) -> dict[str, Any]:
+    """A plan's sweep part as plan.build writes it: every setting its default but those given."""
+    chosen = load(Settings, {**request.read({}).values, **settings})
+    estimate = Estimate(configs=0, launches_per_host=0, seconds=None, text="")
+    return dump(Sweep(id=sweep_id, dir=f"results/{sweep_id}", run_id="run-1", run_started_at=0.0,
+                      git_rev=None, repo="/repo", hosts=[], settings=chosen, configs=[], warnings=[],
+                      workloads=None, estimate=estimate))  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 import pytest
-from factories import config, crash, entry, fact, host_plan, relaunched, run, server, write_sweep
+from factories import config, crash, entry, fact, host_plan, plan_sweep, relaunched, run, server, write_sweep
 from local_play import run_local_play
 from plugin_loader import REPO, load_plugin
 
@@ -40,7 +40,7 @@ def plan(sweep: Path, hosts: list[str], configs: list[str]) -> None:
     ]
     doc = {
         "schema_version": 2,
-        "sweep": {"id": sweep.name, "settings": {"max_tokens": 128, "warmup": 1, "seed": 7}},
+        "sweep": plan_sweep(sweep.name, max_tokens=128, warmup=1, seed=7),
         "hosts": {h: host_plan(entries, engine="sglang", role="sglang_server", server=served) for h in hosts},
     }
     (sweep / "plan.json").write_text(json.dumps(doc), encoding="utf-8")

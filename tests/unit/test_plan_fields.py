@@ -1,7 +1,9 @@
-"""The YAML reads documented fields of the host plan only (analysis.sweep.hostplan).
+"""The YAML reads documented fields of the plan only (analysis.sweep.hostplan).
 
 Every `specsweep_host.<field>` (and `specsweep_entry`, `specsweep_slot`, `specsweep_server`, the
-parts of it the playbooks name) in playbooks/, roles/ and plugins/, down its dotted path and through
+parts of it the playbooks name), and every `specsweep_sweep.<field>` / `specsweep_plan.sweep.<field>`
+and `specsweep_settings.<setting>` (the sweep and its settings) in playbooks/, roles/ and plugins/,
+down its dotted path and through
 `selectattr('x')` / `map(attribute='x')`, must be a field of its struct: a misspelt one would
 otherwise be an undefined variable on the host, mid-sweep, or a silent `default(...)`.
 """
@@ -18,17 +20,22 @@ import msgspec
 import pytest
 from plugin_loader import REPO
 
-from analysis.sweep.hostplan import Entry, HostPlan, Server, Slot
+from analysis.sweep.hostplan import Entry, HostPlan, Server, Settings, Slot, Sweep
 
 ROOTS: dict[str, Any] = {
     "specsweep_host": HostPlan,
     "specsweep_entry": Entry,
     "specsweep_slot": Slot,
     "specsweep_server": Server,
+    "specsweep_sweep": Sweep,
+    "specsweep_plan.sweep": Sweep,
+    "specsweep_settings": Settings,
 }
 # A root name (not a longer one: specsweep_host_facts), then .field / ['field'] steps.
 REFERENCE = re.compile(
-    r"\b(?P<root>" + "|".join(ROOTS) + r")(?P<path>(?:\.[A-Za-z_]\w*|\[\s*['\"][^'\"]+['\"]\s*\])+)"
+    r"\b(?P<root>"
+    + "|".join(map(re.escape, ROOTS))
+    + r")(?P<path>(?:\.[A-Za-z_]\w*|\[\s*['\"][^'\"]+['\"]\s*\])+)"
 )
 STEP = re.compile(r"\.([A-Za-z_]\w*)|\[\s*['\"]([^'\"]+)['\"]\s*\]")
 # Filters over a list of structs that name a field of its items.
@@ -114,6 +121,19 @@ def test_the_scan_sees_the_references_there_are() -> None:
         ("{{ specsweep_host.server.prot }}", "specsweep_host: server.prot: Server has no field 'prot'"),
         ("{{ specsweep_slot.entri }}", "specsweep_slot: entri: Slot has no field 'entri'"),
         (
+            "{{ specsweep_settings.concurency }}",
+            "specsweep_settings: concurency: Settings has no field 'concurency'",
+        ),
+        ("{{ specsweep_sweep.run }}", "specsweep_sweep: run: Sweep has no field 'run'"),
+        (
+            "when: not specsweep_plan.sweep.settings.plan_onyl",
+            "specsweep_plan.sweep: settings.plan_onyl: Settings has no field 'plan_onyl'",
+        ),
+        (
+            "{{ specsweep_sweep.workloads.record }}",
+            "specsweep_sweep: workloads.record: Workloads has no field 'record'",
+        ),
+        (
             "{{ specsweep_host.entries | selectattr('searched') | map(attribute='config.env_profil') }}",
             "specsweep_host.entries items: config.env_profil: Config has no field 'env_profil'",
         ),
@@ -130,5 +150,7 @@ def test_documented_fields_and_other_variables_pass() -> None:
       - "{{ specsweep_entry.env.NCCL_ALGO | default('') }}"
       - "{{ specsweep_host_facts.hostname }}"
       - "{{ specsweep_host.order | selectattr('speculative') | map(attribute='name') }}"
+      - "{{ specsweep_settings.concurrency | max }} {{ specsweep_sweep.workloads.records }}"
+      - "{{ specsweep_plan.sweep.settings.plan_only }} {{ specsweep_plan.owner }}"
     """
     assert problems(text, "t.yml") == []
