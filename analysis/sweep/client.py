@@ -1,7 +1,10 @@
 """The benchmark client's command line on a host: specsweep's own client or SGLang's bench_serving.
 
 Both take the same measurement options (roles/benchmark/files/specsweep_bench.py
-add_measurement_options), so one argv builder serves the benchmark role's two clients.
+add_measurement_options), so one argv builder serves the benchmark role's two clients. A sweep's
+plan builds each host's (`host_argv`, in plan.json); the role builds its own from its variables
+where it runs alone (deploy's gate). Either way the role adds where one launch keeps its output
+(`launch_argv`), as server_process picks the server's log.
 """
 
 from __future__ import annotations
@@ -14,8 +17,25 @@ from analysis.sweep.preflight import file_digests
 CLIENTS = ("specsweep", "sglang")
 
 
+# The benchmark role's host variables the plan resolves per host (`benchmark_<name>`), with what its
+# defaults give a host without ansible_python_interpreter (tests/unit/test_sweep_client.py compares).
+ROLE_DEFAULTS: dict[str, Any] = {
+    "python": "/usr/bin/python3", "work_dir": "/var/tmp/specsweep/bench", "prompt_set": "prompts/code.jsonl",
+    "request_timeout_s": 300, "sglang_extra_args": [],
+}  # fmt: skip
+# The sweep settings the client's argv carries, by their -e names (analysis.sweep.request).
+SWEEP_SETTINGS = (
+    "max_tokens", "warmup", "repeats", "concurrency", "bench_requests", "bench_duration_s", "request_rate",
+    "seed",
+)  # fmt: skip
+# How each level is driven: the settings' client options (a value unset is left out).
+LOAD_OPTIONS = {"bench_requests": "--requests", "bench_duration_s": "--duration-s",
+                "request_rate": "--request-rate", "seed": "--seed"}  # fmt: skip
+
+
 def client_argv(s: Mapping[str, Any]) -> list[str]:
-    """argv of one measurement; `s` holds the benchmark role's variables by short name."""
+    """argv of every measurement on a host but where it keeps its output (`launch_argv` adds that);
+    `s`: the benchmark role's variables by short name, the sweep's settings by their own."""
     client = s["client"]
     if client not in CLIENTS:
         raise ValueError(f"benchmark_client: {client!r} is not one of: {', '.join(CLIENTS)}")
@@ -24,8 +44,7 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
         argv = [str(s["python"]), f"{work}/specsweep_bench.py", f"--engine={s['engine']}"]
     else:
         argv = [
-            str(s["python"]), f"{work}/specsweep_bench_serving.py",
-            f"--sglang-python={s['sglang_python']}", f"--jsonl={s['sglang_jsonl']}",
+            str(s["python"]), f"{work}/specsweep_bench_serving.py", f"--sglang-python={s['sglang_python']}",
             *(f"--extra-arg={a}" for a in s.get("sglang_extra_args") or []),
         ]  # fmt: skip
     prompts = str(s["prompt_set"]).rsplit("/", 1)[-1]
@@ -37,16 +56,33 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
         f"--warmup={s['warmup']}",
         f"--repeats={s['repeats']}",
         f"--timeout-s={s['request_timeout_s']}",
-        f"--output={s['output']}",
         "--api-key-env=SPECSWEEP_API_KEY",
         *(f"--concurrency={c}" for c in s["concurrency"]),
         *load_options(s),
     ]
 
 
-# How each level is driven (the sweep's bench_requests, bench_duration_s, request_rate, seed).
-LOAD_OPTIONS = {"requests": "--requests", "duration_s": "--duration-s", "request_rate": "--request-rate",
-                "seed": "--seed"}  # fmt: skip
+def host_argv(
+    role: Mapping[str, Any], server: Mapping[str, Any], settings: Mapping[str, Any], records: str
+) -> list[str]:
+    """The argv the plan gives a host: its benchmark role's variables (`role`, by short name), its
+    server (engine, url, python), the sweep's settings and the workloads' records file ("": the
+    role's prompt set)."""
+    return client_argv({
+        **role,
+        "engine": server["engine"],
+        "url": server["url"],
+        "sglang_python": server["python"],
+        "prompt_set": records or role["prompt_set"],
+        **{name: settings[name] for name in SWEEP_SETTINGS},
+    })  # fmt: skip
+
+
+def launch_argv(launch: Mapping[str, Any]) -> list[str]:
+    """One launch's argv: the host's (`argv`) and where this launch keeps the client's document
+    (`output`) and, for bench_serving (`client` sglang), its own JSONL (`sglang_jsonl`)."""
+    jsonl = [f"--jsonl={launch['sglang_jsonl']}"] if launch["client"] == "sglang" else []
+    return [*launch["argv"], f"--output={launch['output']}", *jsonl]
 
 
 def load_options(s: Mapping[str, Any]) -> list[str]:

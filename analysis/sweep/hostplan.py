@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from analysis.sweep.client import CLIENTS
 from analysis.sweep.config import ENGINES, Config
 from analysis.sweep.order import CHECK, FINALIST, GRID
 from analysis.sweep.request import SETTINGS
@@ -46,6 +47,15 @@ class Server(_Part, kw_only=True):
     health_timeout_s: float  # seconds the server may take to answer /health
     api_key: str  # "" without one; plan.json holds it redacted
     python: str | None  # the engine's own Python (SGLang's: bench_serving runs there); None: llama.cpp
+
+
+class Benchmark(_Part, kw_only=True):
+    """The benchmark client as this host runs it at every launch (analysis.sweep.client.host_argv)."""
+
+    client: Literal[CLIENTS]  # benchmark_client: specsweep's own, or SGLang's bench_serving
+    # The exact argv, list for list, but where a launch keeps its output: the benchmark role adds
+    # --output (and bench_serving's --jsonl) next to that launch's server log.
+    argv: list[str]
 
 
 class Entry(_Part, kw_only=True):
@@ -81,6 +91,7 @@ class HostPlan(_Part, kw_only=True):
     engine: EngineName
     role: str  # the engine's role, included in preflight
     server: Server | None  # None when the host's settings did not render: `problems` says why
+    benchmark: Benchmark | None  # None with no server
     entries: list[Entry]
     order: list[Slot]  # the launches of the grid, in this host's seeded order
     closing: list[Slot]  # the baseline once more, after everything else
@@ -177,7 +188,7 @@ def dump(part: msgspec.Struct) -> dict[str, Any]:
 def load_document(data: Any) -> Document:
     """plan.json, including one written before a field below was added (same schema_version 2):
     order and closing (2026-12-02), server.python (2026-12-04), a server that did not render as
-    {"engine": ...} rather than null, a sweep setting added since."""
+    {"engine": ...} rather than null, benchmark and a sweep setting added since (2026-12-05)."""
     if not isinstance(data, dict) or not isinstance(data.get("hosts"), dict):
         raise PlanError("not a valid Document: expected an object with `hosts`")
     sweep = data.get("sweep")
@@ -187,7 +198,7 @@ def load_document(data: Any) -> Document:
     hosts = {}
     for name, host in data["hosts"].items():
         if isinstance(host, dict):
-            host = {"order": [], "closing": [], **host}
+            host = {"order": [], "closing": [], "benchmark": None, **host}
             server = host.get("server")
             if isinstance(server, dict):
                 host["server"] = {"python": None, **server} if len(server) > 1 else None

@@ -19,9 +19,10 @@ import yaml
 
 from analysis.sweep import request
 
-# Role variables the sweep sets from its own settings (playbooks/tasks/measure.yml): in the inventory
-# they would be overridden, so each is refused there, naming what to set instead.
+# Role variables the sweep sets from its own settings (the plan's client argv, playbooks/tasks/measure.yml):
+# in the inventory they would be overridden, so each is refused there, naming what to set instead.
 SET_BY_SWEEP = {
+    "benchmark_argv": "the benchmark_* variables it is built from, and -e concurrency=... etc.",
     "benchmark_concurrency": "-e concurrency=...",
     "benchmark_repeats": "-e repeats=...",
     "benchmark_warmup": "-e warmup=...",

@@ -18,10 +18,10 @@ from typing import Any
 import msgspec
 
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.sweep import adaptive, order
+from analysis.sweep import adaptive, client, order
 from analysis.sweep import config as cfg
 from analysis.sweep.engines import ENGINES, SettingError
-from analysis.sweep.hostplan import AdaptiveCopy, Entry, HostPlan, Server, Slot, Sweep, dump, load
+from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
@@ -39,6 +39,8 @@ class HostInput:
     run_dir: str = "/var/tmp/specsweep"
     lock_path: str = ""
     client: str = "specsweep"  # benchmark_client: specsweep's own, or SGLang's bench_serving
+    # The benchmark role's other host variables by short name (analysis.sweep.client.ROLE_DEFAULTS).
+    benchmark: Mapping[str, Any] = field(default_factory=lambda: dict(client.ROLE_DEFAULTS))
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ def _host_plan(
     request: Request,
     sweep_id: str,
     seed: int | None,
+    records: str = "",
 ) -> HostPlan:
     """One host's server, entries, the order it launches them in and the problems the controller can see."""
     problems: list[str] = []
@@ -83,8 +86,12 @@ def _host_plan(
     settings = {**host.settings, "adaptive_config_path": copy and copy.dest}
     slots = max(request["concurrency"])
     server: Server | None
+    benchmark = None
     try:
         server = Server(**engine.server(settings))
+        role = {**host.benchmark, "client": host.client}
+        argv = client.host_argv(role, dump(server), request.values, records)
+        benchmark = Benchmark(client=host.client, argv=argv)
         base = engine.base_env(settings)
         for config in configs:
             env = cfg.merge_env(base, host.env_profiles.get(config.env_profile))
@@ -93,7 +100,7 @@ def _host_plan(
             searched = bool(request["search"]) and config.speculative and not config.adaptive
             entries.append(Entry(config=config, argv=argv, env=env, searched=searched))
     except (SettingError, ValueError) as exc:
-        server = None
+        server = benchmark = None
         problems.append(f"{engine.role}_{exc}" if isinstance(exc, SettingError) else str(exc))
     problems += _follow_problems(host, hosts, request)
     # A follower runs its leader's order: the same key seeds the same shuffle.
@@ -107,6 +114,7 @@ def _host_plan(
         engine=host.engine,
         role=engine.role,
         server=server,
+        benchmark=benchmark,
         entries=entries,
         order=[Slot(**s, entry=position[s["id"]]) for s in ordered],
         closing=[Slot(**s, entry=position[s["id"]]) for s in closing],
@@ -247,8 +255,9 @@ def build(
     if request["order"] == "random" and seed is None:
         seed = order.draw_seed()
     seed = seed if request["order"] == "random" else None
+    records = traffic["records"] if traffic else ""
     plans = {
-        n: _host_plan(h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed)
+        n: _host_plan(h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed, records)
         for n, h in hosts.items()
     }
     sweep = {
@@ -382,6 +391,9 @@ def describe(plan: dict[str, Any]) -> str:
         for entry in hp["entries"]:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(entry["env"].items()))
             lines.append(f"  {entry['config']['id']}: {env + ' ' if env else ''}{shlex.join(entry['argv'])}")
+        if hp.get("benchmark"):
+            argv = shlex.join(hp["benchmark"]["argv"])
+            lines.append(f"  client: {argv} (each launch adds where it keeps its output)")
         launches = [s["name"] for s in hp.get("order", []) + hp.get("closing", [])]
         if launches != [e["config"]["id"] for e in hp["entries"] if not e["searched"]]:
             lines.append(f"  order: {', '.join(launches)}")

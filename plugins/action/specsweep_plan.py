@@ -27,7 +27,7 @@ from ansible.vars.plugins import get_vars_from_inventory_sources
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts.record import space_problem
 from analysis.files import write_json_atomic
-from analysis.sweep import hostplan, hostvars, identity, plan, request, sweeplock
+from analysis.sweep import client, hostplan, hostvars, identity, plan, request, sweeplock
 from analysis.sweep.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -148,6 +148,10 @@ class ActionModule(ActionBase):
         spec = ENGINES.get(str(engine))
         process = self._resolver(raw, self._defaults("server_process"))
         run_dir = str(process("server_process_run_dir"))
+        # benchmark_python is the host's interpreter, which may name the controller's (the embedded
+        # localhost's is ansible_playbook_python, a variable of the play, not of the host).
+        play = {"ansible_playbook_python": task_vars["ansible_playbook_python"]}
+        bench = self._resolver({**play, **raw}, self._defaults("benchmark"))
         settings = {}
         if spec is not None:
             resolve = self._resolver(raw, self._defaults(spec.role))
@@ -160,7 +164,8 @@ class ActionModule(ActionBase):
             follows=value("specsweep_follows", None),
             run_dir=run_dir,
             lock_path=value("specsweep_lock_path", "") or f"{run_dir}/sweep.lock",
-            client=str(self._resolver(raw, self._defaults("benchmark"))("benchmark_client")),
+            client=str(bench("benchmark_client")),
+            benchmark={key: bench(f"benchmark_{key}") for key in client.ROLE_DEFAULTS},
         )
 
     def _check_variables(self, task_vars: dict[str, Any], host: str, extra: dict[str, Any]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 from sweeps import QUICK
@@ -57,6 +58,11 @@ def test_plan_only_writes_exact_argv_and_second_run_changes_nothing(
     assert entries["s2"]["argv"][-2:] == ["--spec-ngram-mod-n-max", "2"]
     assert entries["s2"]["argv"][2:4] == ["-m", "/opt/specsweep/models/gemma-3-270m-q4_k_m.gguf"]
     assert not list(first.sweep_dir.glob("*/*.json")), "plan_only must not measure anything"
+    # The client's command too, built by the plan from the sweep's settings, and printed.
+    client = plan["hosts"]["sshost1"]["benchmark"]
+    assert client["client"] == "specsweep" and client["argv"][1].endswith("/specsweep_bench.py"), client
+    assert {"--engine=llama_cpp", "--concurrency=1"} <= set(client["argv"]), client
+    assert f"client: {shlex.join(client['argv'])} (each launch" in first.output, first.output[-4000:]
     # Nothing was launched on the hosts.
     assert "server-8080.pid" not in ssh_hosts.run_in_host("sshost1", ["ls", "/opt/specsweep/run"]).stdout
     second = run_sweep(sweep_inventory, "-e", "steps=2", "-e", "plan_only=true", sweep_id="plan2")

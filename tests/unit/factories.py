@@ -161,7 +161,8 @@ def entry(
 
 def host_plan(entries: list[Entry] | None = None, **changes: Any) -> dict[str, Any]:
     """A lone llama.cpp host's plan as Ansible receives it (specsweep_host), checked on the way out."""
-    base = HostPlan(engine="llama_cpp", role="llama_server", server=server(), entries=entries or [],
+    base = HostPlan(engine="llama_cpp", role="llama_server", server=server(), benchmark=None,
+                    entries=entries or [],
                     order=[], closing=[], problems=[], follows=None, followed_by=[],
                     run_dir="/var/tmp/specsweep", lock_path="/var/tmp/specsweep/sweep.lock",
                     adaptive_config=None)  # fmt: skip

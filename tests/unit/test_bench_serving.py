@@ -27,7 +27,7 @@ from sglang_wheel import sglang_source
 from analysis.facts import record
 from analysis.facts.rows import run_rows
 from analysis.facts.schema import Fact, load_fact, to_dict
-from analysis.sweep.client import client_argv
+from analysis.sweep.client import client_argv, launch_argv
 
 REPO = Path(__file__).resolve().parents[2]
 FILES = REPO / "roles/benchmark/files"
@@ -437,11 +437,16 @@ def test_role_argv_passes_only_options_the_adapter_knows() -> None:
     settings = {
         "client": "sglang", "python": "/usr/bin/python3", "work_dir": "/var/tmp/specsweep/bench",
         "engine": "sglang", "url": "http://127.0.0.1:30000", "prompt_set": "prompts/code.jsonl",
-        "max_tokens": 96, "warmup": 1, "repeats": 3, "request_timeout_s": 300, "output": "/o.bench.json",
-        "concurrency": [1, 4], "sglang_python": "/opt/sglang/bin/python", "sglang_jsonl": "/o.jsonl",
-        "sglang_extra_args": ["--seed-extra"],
+        "max_tokens": 96, "warmup": 1, "repeats": 3, "request_timeout_s": 300, "concurrency": [1, 4],
+        "sglang_python": "/opt/sglang/bin/python", "sglang_extra_args": ["--seed-extra"],
     }  # fmt: skip
-    argv = client_argv(settings)
+    launch = {
+        "argv": client_argv(settings),
+        "client": "sglang",
+        "output": "/o.bench.json",
+        "sglang_jsonl": "/o.jsonl",
+    }
+    argv = launch_argv(launch)
     assert argv[1] == "/var/tmp/specsweep/bench/specsweep_bench_serving.py"
     options = {a.split("=", 1)[0] for a in argv[2:]}
     # The adapter's options, from its own parser.

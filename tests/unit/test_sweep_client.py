@@ -1,5 +1,5 @@
 """The benchmark client's argv on a host (analysis.sweep.client): the list the benchmark role's YAML
-used to build, and one both clients' own parsers accept."""
+used to build, the one the plan builds per host, and one both clients' own parsers accept."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 from plugin_loader import REPO, load_plugin
 
 from analysis.sweep import client
-from analysis.sweep.client import client_argv
+from analysis.sweep.client import client_argv, host_argv, launch_argv
 
 FILES = REPO / "roles" / "benchmark" / "files"
 
@@ -29,15 +29,18 @@ SETTINGS: dict[str, Any] = {
     "warmup": 1,
     "repeats": 3,
     "request_timeout_s": 300,
-    "output": "/var/tmp/specsweep/sw/s1.bench.json",
     "concurrency": [1, 4],
-    "requests": None,
-    "duration_s": "",  # how a template renders an unset value when not native
+    "bench_requests": None,
+    "bench_duration_s": "",  # how a template renders an unset value when not native
     "request_rate": None,
     "seed": 42,
     "sglang_python": "/opt/sglang/bin/python",
-    "sglang_jsonl": "/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
     "sglang_extra_args": [],
+}
+# Where one launch keeps its output (benchmark_launch, but its argv).
+OUTPUT = {
+    "output": "/var/tmp/specsweep/sw/s1.bench.json",
+    "sglang_jsonl": "/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
 }
 # What both clients take after their own options (the old benchmark_common_args).
 COMMON = [
@@ -47,7 +50,6 @@ COMMON = [
     "--warmup=1",
     "--repeats=3",
     "--timeout-s=300",
-    "--output=/var/tmp/specsweep/sw/s1.bench.json",
     "--api-key-env=SPECSWEEP_API_KEY",
     "--concurrency=1",
     "--concurrency=4",
@@ -64,34 +66,41 @@ def adapter() -> ModuleType:
         sys.path.remove(str(FILES))
 
 
+def launched(settings: dict[str, Any]) -> list[str]:
+    """One launch's argv as the role hands it to specsweep_job."""
+    return launch_argv({"argv": client_argv(settings), "client": settings["client"], **OUTPUT})
+
+
 def test_the_specsweep_client_argv_is_exact() -> None:
-    assert client_argv(SETTINGS) == [
+    assert launched(SETTINGS) == [
         "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp", *COMMON,
+        "--output=/var/tmp/specsweep/sw/s1.bench.json",
     ]  # fmt: skip
 
 
 def test_the_bench_serving_adapter_argv_is_exact() -> None:
     settings = {**SETTINGS, "client": "sglang", "engine": "sglang", "sglang_extra_args": ["--seed-x", 7]}
-    assert client_argv(settings) == [
+    assert launched(settings) == [
         "/usr/bin/python3",
         "/var/tmp/specsweep/bench/specsweep_bench_serving.py",
         "--sglang-python=/opt/sglang/bin/python",
-        "--jsonl=/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
         "--extra-arg=--seed-x",
         "--extra-arg=7",
         *COMMON,
+        "--output=/var/tmp/specsweep/sw/s1.bench.json",
+        "--jsonl=/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
     ]
 
 
 def test_both_clients_parse_what_they_are_given() -> None:
     bench = load_plugin("roles/benchmark/files/specsweep_bench.py")
-    args = bench.parse_args(client_argv(SETTINGS)[2:])
+    args = bench.parse_args(launched(SETTINGS)[2:])
     assert (args.engine, args.prompts, args.max_tokens, args.concurrency) == (
         "llama_cpp", "/var/tmp/specsweep/bench/code.jsonl", 96, [1, 4],
     )  # fmt: skip
     assert (args.timeout_s, args.api_key_env) == (300.0, "SPECSWEEP_API_KEY")
     settings = {**SETTINGS, "client": "sglang", "sglang_extra_args": ["--disable-tqdm"]}
-    args = adapter().parse_args(client_argv(settings)[2:])
+    args = adapter().parse_args(launched(settings)[2:])
     assert (args.sglang_python, args.extra_arg, args.repeats) == (
         "/opt/sglang/bin/python",
         ["--disable-tqdm"],
@@ -114,22 +123,50 @@ def test_an_unknown_client_is_refused_by_its_variable() -> None:
 
 def test_the_filter_hands_the_role_these_functions() -> None:
     filters = load_plugin("plugins/filter/specsweep_benchmark.py").FilterModule().filters()
-    expected = {"specsweep_client_argv": client_argv, "specsweep_installed_files": client.installed_files}
+    expected = {
+        "specsweep_client_argv": client_argv,
+        "specsweep_client_launch": launch_argv,
+        "specsweep_installed_files": client.installed_files,
+    }
     assert filters == expected
 
 
 def test_the_role_passes_every_setting_the_function_reads() -> None:
     role_vars = yaml.safe_load((REPO / "roles" / "benchmark" / "vars" / "main.yml").read_text())
     assert set(role_vars["benchmark_settings"]) == set(SETTINGS)
+    assert set(role_vars["benchmark_launch"]) == {"argv", "client", *OUTPUT}
+
+
+def test_the_plans_role_defaults_are_the_roles() -> None:
+    defaults = yaml.safe_load((REPO / "roles" / "benchmark" / "defaults" / "main.yml").read_text())
+    given = {key: defaults[f"benchmark_{key}"] for key in client.ROLE_DEFAULTS}
+    # benchmark_python is a template: the host's interpreter, else this.
+    assert given.pop("python") == "{{ ansible_python_interpreter | default('/usr/bin/python3') }}"
+    assert {**given, "python": "/usr/bin/python3"} == client.ROLE_DEFAULTS
+
+
+def test_the_plan_builds_a_hosts_argv_from_its_role_its_server_and_the_sweeps_settings() -> None:
+    settings = {"max_tokens": 64, "warmup": 0, "repeats": 2, "concurrency": [1, 4], "bench_requests": None,
+                "bench_duration_s": 30.0, "request_rate": None, "seed": 7, "steps": [1]}  # fmt: skip
+    role = {**client.ROLE_DEFAULTS, "client": "specsweep", "work_dir": "/w"}
+    served = {"engine": "llama_cpp", "url": "http://127.0.0.1:8081", "python": None}
+    assert host_argv(role, served, settings, "") == [
+        "/usr/bin/python3", "/w/specsweep_bench.py", "--engine=llama_cpp", "--url=http://127.0.0.1:8081",
+        "--prompts=/w/code.jsonl", "--max-tokens=64", "--warmup=0", "--repeats=2", "--timeout-s=300",
+        "--api-key-env=SPECSWEEP_API_KEY", "--concurrency=1", "--concurrency=4", "--duration-s=30.0",
+        "--seed=7",
+    ]  # fmt: skip
+    records = "/root/.cache/specsweep/records/workloads-0123.jsonl"
+    assert "--prompts=/w/workloads-0123.jsonl" in host_argv(role, served, settings, records)
 
 
 def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:
-    settings = {**SETTINGS, "requests": 64, "request_rate": 2.5, "seed": 7}
+    settings = {**SETTINGS, "bench_requests": 64, "request_rate": 2.5, "seed": 7}
     argv = client_argv(settings)
     assert argv[-3:] == ["--requests=64", "--request-rate=2.5", "--seed=7"]
-    args = load_plugin("roles/benchmark/files/specsweep_bench.py").parse_args(argv[2:])
+    args = load_plugin("roles/benchmark/files/specsweep_bench.py").parse_args(launched(settings)[2:])
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
-    args = adapter().parse_args(client_argv({**settings, "client": "sglang"})[2:])
+    args = adapter().parse_args(launched({**settings, "client": "sglang"})[2:])
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
 
 

@@ -231,9 +231,38 @@ def test_describe_prints_a_command_line_per_host_and_config(tmp_path: Path) -> N
     )
     assert lines[4].startswith("  s2-k2-d4: NCCL_X='a b' /opt/sglang/bin/python ")
     assert lines[4].endswith(" --speculative-eagle-topk 2 --speculative-num-draft-tokens 4")
-    assert lines[5] == "g1 (sglang):"
-    assert lines[6].startswith("  PROBLEM: sglang_server_draft_model_path: EAGLE3 needs a draft model")
-    assert len(lines) == 7 + len(built["hosts"]["g1"]["entries"])
+    assert lines[5].startswith(
+        "  client: /usr/bin/python3 /var/tmp/specsweep/bench/specsweep_bench.py --engine=sglang "
+    )
+    assert lines[5].endswith(" --concurrency=1 --seed=42 (each launch adds where it keeps its output)")
+    assert lines[6] == "g1 (sglang):"
+    assert lines[7].startswith("  PROBLEM: sglang_server_draft_model_path: EAGLE3 needs a draft model")
+    assert len(lines) == 8 + len(built["hosts"]["g1"]["entries"])
+
+
+def test_each_host_is_given_its_clients_exact_argv_the_load_settings_by_their_own_names(
+    tmp_path: Path,
+) -> None:
+    bench = {"python": "/venv/bin/python", "work_dir": "/srv/bench", "prompt_set": "/p/mine.jsonl",
+             "request_timeout_s": 60, "sglang_extra_args": ["--disable-tqdm"]}  # fmt: skip
+    hosts = [plan.HostInput("g1", "sglang", SGLANG, client="sglang", benchmark=bench), llama("h0")]
+    given = {"concurrency": "1,4", "bench_requests": 16, "request_rate": 2.5, "seed": 7, "max_tokens": 32}
+    doc = plan.document(build(hosts, tmp_path, steps=2, **given))
+    assert doc["hosts"]["g1"]["benchmark"] == {"client": "sglang", "argv": [
+        "/venv/bin/python", "/srv/bench/specsweep_bench_serving.py", "--sglang-python=/opt/sglang/bin/python",
+        "--extra-arg=--disable-tqdm", "--url=http://127.0.0.1:30000", "--prompts=/srv/bench/mine.jsonl",
+        "--max-tokens=32", "--warmup=1", "--repeats=3", "--timeout-s=60", "--api-key-env=SPECSWEEP_API_KEY",
+        "--concurrency=1", "--concurrency=4", "--requests=16", "--request-rate=2.5", "--seed=7",
+    ]}  # fmt: skip
+    h0 = doc["hosts"]["h0"]["benchmark"]
+    assert h0["client"] == "specsweep" and h0["argv"][:3] == [
+        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp",
+    ], h0  # fmt: skip
+    assert "--url=http://127.0.0.1:8080" in h0["argv"] and "--concurrency=4" in h0["argv"]
+    # plan.json reads back with it; a host whose server did not render has none.
+    assert hostplan.load_document(doc).hosts["g1"].benchmark.argv == doc["hosts"]["g1"]["benchmark"]["argv"]
+    broken = plan.HostInput("g2", "sglang", {**SGLANG, "draft_model_path": ""})
+    assert build([broken], tmp_path, steps=2)["hosts"]["g2"]["benchmark"] is None
 
 
 def test_describe_without_env_starts_with_the_command(tmp_path: Path) -> None:
