@@ -159,20 +159,22 @@ def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(
     assert "time.sleep(600)" not in ps, ps
 
 
-# Healthy, but every generation answers the same 500 (an engine stand-in, allowed for this fault only).
+# Healthy, but every generation answers 500, with a request id that differs each time (an engine
+# stand-in, allowed for this fault only).
 ANSWERS_500 = r"""
-import http.server, sys
+import http.server, sys, uuid
 if "--version" in sys.argv:
     sys.exit(0)
 port = int(sys.argv[sys.argv.index("--port") + 1])
-BODY = b'{"error": {"code": 500, "message": "CUDA error: an illegal memory access was encountered"}}'
+ERROR = '"message": "CUDA error: an illegal memory access was encountered"'
+BODY = '{"error": {"code": 500, %s}, "id": "%%s"}' % ERROR
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.answer(200, b'{"status": "ok"}')
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.answer(500, BODY)
+        self.answer(500, (BODY % uuid.uuid4()).encode())
     def answer(self, status, body):
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
@@ -184,7 +186,7 @@ http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 """
 
 
-def test_a_server_whose_generation_answers_the_same_500_fails_in_seconds_with_the_body(
+def test_a_server_whose_generation_answers_500_with_a_changing_body_fails_in_seconds_quoting_it(
     sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
     (ssh_hosts.opt_dir("sshost1") / "answers500.py").write_text(ANSWERS_500)
@@ -197,9 +199,10 @@ def test_a_server_whose_generation_answers_the_same_500_fails_in_seconds_with_th
     fact = run.facts()[("sshost1", "s1")]
     assert (fact.failure.phase, fact.failure.cause) == ("load", "generation_error"), fact.failure
     assert "CUDA error: an illegal memory access was encountered" in fact.failure.message
-    # Within seconds of the first answer (the module's own measure), not the 600 s health timeout; the
-    # launch to record bound is loose: the machine is shared.
-    repeated = r"answered 500 \d+ times in 3\.\d s, the same each time"
+    # Within seconds of the first answer (the module's own measure), not the 600 s health timeout (before,
+    # a body that differed each time was waited out); the launch to record bound is loose: the machine
+    # is shared.
+    repeated = r"answered 500 \d+ times in 3\.\d s, the body differing \(the last\): .*\"id\": \"[\w-]{36}\""
     assert re.search(repeated, fact.failure.message), fact.failure
     assert fact.timings.finished_at - fact.timings.started_at < 90, fact.timings
     assert "[sshost1] s1: failed in load: generation_error" in run.output, run.output[-3000:]
