@@ -19,6 +19,7 @@ from local_play import run_local_play
 
 from analysis import files
 from analysis.facts import record
+from analysis.facts.rows import run_rows
 from analysis.facts.schema import Fact, load_fact, to_dict
 from analysis.redact import REDACTED
 from analysis.sweep.hostplan import dump
@@ -141,6 +142,22 @@ def test_a_benchmark_that_failed_midway_keeps_its_finished_runs() -> None:
     assert [r.repeat for r in fact.runs] == [1]
     assert fact.runs[0].requests[0].text == BENCH["runs"][0]["requests"][0]["text"]
     assert fact.benchmark is None
+
+
+def test_a_server_that_died_mid_benchmark_fails_its_level_and_keeps_the_levels_before() -> None:
+    # What specsweep_bench.py prints when stopped (SIGTERM after its server died): the finished runs
+    # (concurrency 1, from the fixture) and the level it was in; the job's message names the death.
+    stdout = json.dumps({"error": "stopped by SIGTERM", "runs": BENCH["runs"][:1],
+                         "level": {"concurrency": 4, "repeat": 1, "workload": None}})  # fmt: skip
+    msg = "server exited (signal 9: SIGKILL) during benchmark, repeat 1/1 at concurrency 4"
+    result = {"failed": True, "cause": "server_exited", "msg": msg, "exit": {"signal": 9}, "stdout": stdout}
+    fact = record.build_fact(payload(benchmark_output=None, failure={"phase": "benchmark", "result": result}))
+    assert fact.failure is not None
+    assert (fact.failure.cause, fact.failure.message, fact.failure.concurrency) == ("server_exited", msg, 4)
+    assert [(r.concurrency, r.repeat) for r in fact.runs] == [(1, 1)]
+    # Its failure row stands at that level only: level 1 keeps its good run and no failure.
+    rows = run_rows("s1.json", fact)
+    assert [(r.get("concurrency"), r["failed"]) for r in rows] == [(1, False), (4, True)]
 
 
 def test_a_benchmark_that_printed_no_json_is_failed_without_runs() -> None:
