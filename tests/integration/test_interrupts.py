@@ -214,26 +214,20 @@ def test_a_stopped_sweep_stops_its_duration_benchmark_client_before_the_host_is_
                        "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0",
                        "-e", "bench_duration_s=300")  # fmt: skip
     lock = run_dir(ssh_hosts) / "sweep.lock"
-
-    def client() -> dict[str, Any] | None:
-        """The client's record, once the lock names it (specsweep_job adds it)."""
-        try:
-            return json.loads(lock.read_text()).get("client")
-        except (OSError, ValueError):
-            return None
-
-    record = wait_for(client, "the benchmark client in the lock", proc=proc)
-    job = json.loads((run_dir(ssh_hosts) / "D" / "s1.bench.json.job").read_text())
-    assert (record["pid"], record["start_ticks"]) == (job["pid"], job["start_ticks"])
+    files = run_dir(ssh_hosts) / "D" / "s1.bench.json"
+    started = lambda: "repeat 1/1" in Path(f"{files}.stderr").read_text()  # noqa: E731 - a condition
+    wait_for(lambda: Path(f"{files}.stderr").exists() and started(), "the benchmark", proc=proc)
+    record = json.loads(Path(f"{files}.job").read_text())
     assert any("specsweep_bench.py" in line for line in group_left(ssh_hosts, record["pid"]))
-    stopped = time.monotonic()
+    in_lock = json.loads(lock.read_text()).get("client")  # specsweep_job adds it as it starts the client
     os.kill(proc.pid, signal.SIGTERM)
     wait_for(lambda: not group_left(ssh_hosts, record["pid"]), "the client's end", timeout=30)
-    took = time.monotonic() - stopped
     proc.wait(timeout=120)
     log = (tmp_path / "sweep.log").read_text()
+    # The lock named the client, so that any release of the host stops it first.
+    ids = ("pid", "start_ticks")
+    assert in_lock is not None and [in_lock[k] for k in ids] == [record[k] for k in ids], in_lock
     assert "interrupted: stopping the servers of sweep D" in log, log[-3000:]
     assert not lock.exists(), log[-3000:]
     probe = ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8080), 1)"]
     assert ssh_hosts.run_in_host(HOST, probe).returncode != 0, "something still listens on the port"
-    print(f"client gone {took:.1f} s after SIGTERM")
