@@ -98,3 +98,5 @@ def test_an_operators_traffic_file_sweeps_with_no_prompt_text_anywhere_and_a_bro
     # The records it was sent (owner-only while it ran) are removed when the sweep ends: before, they
     # stayed on the host.
     assert not [p for p in (opt / "bench").iterdir() if p.is_file() and SECRET.encode() in p.read_bytes()]
+    # The run's controller lock went with it (before, results/.locks kept one per run).
+    assert not list((run.sweep_dir.parent / ".locks").glob("*.lock"))

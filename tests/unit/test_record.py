@@ -265,3 +265,27 @@ def test_a_full_results_disk_is_found_at_plan_time_and_a_failed_write_leaves_no_
     with pytest.raises(OSError, match="No space left on device"):
         files.write_json_atomic(tiny_fs / "h1" / "s1.json", {"text": "x" * (3 << 20)})
     assert list((tiny_fs / "h1").iterdir()) == []
+
+
+def test_a_later_launchs_lines_name_it_as_its_file_does(tmp_path: Path) -> None:
+    # Before, baseline's second launch was said as "localhost/baseline" while its file is baseline.launch2.
+    sweep = tmp_path / "S"
+    where = {"dir": str(sweep), "run_id": "run1", "host": "localhost", "follows": None, "followed": False,
+             "run_dir": "/var/tmp/specsweep/run"}  # fmt: skip
+    second = run_payload(config=BASELINE, launch_index=2)
+    failed = {"msg": "server exited (signal 9: SIGKILL) during benchmark", "cause": "server_exited"}
+    (tmp_path / "not-a-folder").write_text("")  # no fact can be written under it, as on a full disk
+    unwritable = {**where, "dir": str(tmp_path / "not-a-folder"), "host": "h2"}
+    say = "{{ [ok, failed, kept] | map(attribute='specsweep_say') | to_json }}"
+    proc = run_local_play(tmp_path, [
+        {"specsweep_results": {"fact": second, "where": where}, "register": "ok"},
+        {"specsweep_results": {"fact": second, "where": where, "failed_result": failed},
+         "register": "failed"},
+        {"specsweep_results": {"fact": second, "where": unwritable}, "register": "kept"},
+        {"ansible.builtin.copy": {"dest": str(tmp_path / "said.json"), "mode": "0644", "content": say}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    said = json.loads((tmp_path / "said.json").read_text())
+    assert said[0] == "baseline.launch2: recorded"
+    assert said[1].startswith("baseline.launch2: failed in benchmark: server_exited (server exited")
+    assert said[2].startswith("h2/baseline.launch2: fact not written to "), said[2]
