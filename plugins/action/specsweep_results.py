@@ -198,19 +198,22 @@ class ActionModule(ActionBase):
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
         data = race.table(race.facts(host_dir), max_launch=launches)
-        chosen = race.finalists(data, list(entry))
+        # A config whose fact this run kept on the host (a full results disk) cannot be judged here.
+        kept = {k["name"].split(".launch")[0] for k in task_vars.get("specsweep_kept") or []}
+        chosen = race.finalists(data, [c for c in entry if c not in kept])
         out = [
             hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True),
                                entry=entry[c]))
             for c in chosen
         ]  # fmt: skip
+        dropped = [order.fact_name(c, 2 if c in searched else launches + 1) for c in entry if c in kept]
         say = (
             f"finalists (the best and those within noise of it), launched once more before a winner "
             f"is named: {', '.join(chosen)}"
             if chosen
             else ""
         )
-        return {"changed": False, "slots": out, "specsweep_say": say}
+        return {"changed": False, "slots": out, "dropped": dropped, "specsweep_say": say}
 
     def _preflight(self, args: dict[str, Any]) -> dict[str, Any]:
         host_plan = hostplan.load(HostPlan, args["host_plan"])
