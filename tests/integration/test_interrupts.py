@@ -228,6 +228,10 @@ def test_a_stopped_sweep_stops_its_duration_benchmark_client_before_the_host_is_
     ids = ("pid", "start_ticks")
     assert in_lock is not None and [in_lock[k] for k in ids] == [record[k] for k in ids], in_lock
     assert "interrupted: stopping the servers of sweep D" in log, log[-3000:]
+    # Stopped by the release (its SIGTERM: it printed what it had), not left to die of refused
+    # connections once the server was gone, or to go on sending where errors are only counted.
+    said = Path(f"{files}.stdout").read_text()
+    assert said.startswith('{"error": "stopped by SIGTERM"'), said[-2000:]
     assert not lock.exists(), log[-3000:]
     probe = ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8080), 1)"]
     assert ssh_hosts.run_in_host(HOST, probe).returncode != 0, "something still listens on the port"
