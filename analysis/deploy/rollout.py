@@ -1,6 +1,6 @@
 """What a rollout decides on the host: its launcher, the state it keeps (deployed.json), whether
-that launch already serves there, what a host serves once an interrupted rollout settled, and the
-words a failed rollout stops with.
+that launch already serves there, what a host serves once an interrupted rollout settled, the
+words a failed rollout stops with, and which hosts a deploy that stopped early never touched.
 
 roles/deploy reads these through the specsweep_deploy filters; what each host gets is decided
 before, on the controller (analysis.deploy.choice).
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 LAUNCHERS = ("systemd", "nohup")
@@ -71,3 +71,17 @@ def failure_words(failed: Mapping[str, Any], stage: str) -> str:
     if len(why) > WHY_CHARS:
         why = why[: WHY_CHARS - 3].rsplit(" ", 1)[0] + "..."
     return f"{gate} failed: {why}"
+
+
+def untouched(
+    targets: Sequence[str], started: Collection[str], canary: str, ended: Mapping[str, str]
+) -> str | None:
+    """The line a deploy that stopped early ends with: the hosts none of its tasks started on, left
+    on their old config, and why it stopped (`ended`: how a host ended, 'unreachable' or 'failed',
+    for those that did); None when every host was reached."""
+    left = [h for h in targets if h not in started]
+    if not left:
+        return None
+    stopped = f"the canary {canary} {ended[canary]}" if canary in ended else None
+    stopped = stopped or next((f"{h} {why}" for h, why in ended.items()), "it stopped")
+    return f"deploy stopped ({stopped}): {', '.join(left)} not touched, left on their old config"

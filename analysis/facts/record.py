@@ -55,7 +55,11 @@ def _failure(raw: dict[str, Any], bench: dict[str, Any] | None) -> Failure:
     client = None if died else (bench or {}).get("error")
     message = str(client or result.get("msg") or "failed")
     tail = result.get("log_tail") or raw.get("log_tail") or []
-    return Failure(phase=phase, cause=str(cause), message=message.strip(), log_tail=[str(x) for x in tail])
+    # Where a benchmark stopped (the client names its level): the runs before it stay good.
+    level = (bench or {}).get("level") or {}
+    concurrency = level.get("concurrency") if phase == "benchmark" else None
+    return Failure(phase=phase, cause=str(cause), message=message.strip(), log_tail=[str(x) for x in tail],
+                   concurrency=concurrency if isinstance(concurrency, int) else None)  # fmt: skip
 
 
 def build_fact(payload: dict[str, Any]) -> Fact:

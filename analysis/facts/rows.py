@@ -123,8 +123,9 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
         }
         for i, r in enumerate(fact.runs)
     ]
-    # A failure is data: its own row lets the table count it and show its cause. It has
-    # no concurrency; compare.spread_failures places it in every level the sweep measured.
+    # A failure is data: its own row lets the table count it and show its cause. Without a
+    # concurrency compare.spread_failures places it in every level the sweep measured; a benchmark
+    # that stopped at one level (its server died) fails there, its earlier levels' runs kept.
     if fact.status != "ok" or not fact.runs:
         f = fact.failure
         cause = f.cause if f else ("skipped" if fact.status == "skipped" else "no_runs")
@@ -136,6 +137,7 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
                 "cause": cause,
                 "message": f.message if f else None,
             }
+            | ({"concurrency": f.concurrency} if f and f.concurrency is not None else {})
         )
     return rows
 

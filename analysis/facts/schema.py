@@ -201,6 +201,9 @@ class Failure(_Part, kw_only=True):
     cause: str
     message: str
     log_tail: list[str] = msgspec.field(default_factory=list)
+    # The load level a benchmark stopped at (its server died): the failure counts there, and the
+    # levels measured before it keep their runs; None: the whole config failed.
+    concurrency: int | None = None
 
 
 class Suite(_Part, kw_only=True):

@@ -193,6 +193,20 @@ def kept(sweep_id: str, hosts: Sequence[str], host_vars: Mapping[str, Mapping[st
     return lines
 
 
+def dropped(sweep_id: str, hosts: Sequence[str], host_vars: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """'host: not launched: s1.launch2 ...' for each host whose finalist launches were dropped (what
+    its finalists task returned as `dropped`): their first launches' facts were kept on the host."""
+    lines = []
+    for host in hosts:
+        names = (host_vars[host].get("specsweep_finalists") or {}).get("dropped") or []
+        if names:
+            lines.append(
+                f"{host}: not launched: {', '.join(names)} (the finalist launch of a config whose fact is "
+                f"kept on the host, so not judged); -e resume={sweep_id} records it, then judges"
+            )
+    return lines
+
+
 def unmeasured(
     sweep_dir: Path, hosts: Sequence[str], configs: Sequence[Mapping[str, Any]], settings: Mapping[str, Any],
     states: Mapping[str, str], launches: Mapping[str, Sequence[Slot]] | None = None,

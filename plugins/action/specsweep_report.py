@@ -55,6 +55,7 @@ class ActionModule(ActionBase):
             planned = {h: [*host_plans[h].order, *host_plans[h].closing] for h in leaders}
             kept = {h: [k["name"] for k in hostvars[h].get("specsweep_kept") or []] for h in leaders}
             lines += progress.kept(sweep["id"], leaders, hostvars)
+            lines += progress.dropped(sweep["id"], leaders, hostvars)
             lines += progress.unmeasured(
                 root, leaders, sweep["configs"], sweep["settings"], states, planned, kept
             )

@@ -99,8 +99,9 @@ class ActionModule(ActionBase):
         if where.get("follows"):
             # A follower records nothing of its own: its leader's facts cover it.
             return {"changed": False, "status": "followed"}
-        launch = int(args["fact"].get("launch_index") or 1)
-        path = Path(where["dir"], where["host"], f"{order.fact_name(config_id, launch)}.json")
+        # Every line names the launch as its file does: baseline.launch2, not baseline.
+        name = order.fact_name(config_id, int(args["fact"].get("launch_index") or 1))
+        path = Path(where["dir"], where["host"], f"{name}.json")
         built = outcome.payload(args["fact"], args.get("failed_result"), args.get("log_tail") or [])
         try:
             fact = record.build_fact(built)
@@ -113,7 +114,7 @@ class ActionModule(ActionBase):
             # one copies it there), the run's end lists it, and -e resume records it (`kept`).
             dest = f"{where['run_dir']}/{record.kept_name(fact.sweep_id, path.stem)}"
             say = (
-                f"{where['host']}/{config_id}: fact not written to {path}: {exc.strerror or exc}; kept on "
+                f"{where['host']}/{name}: fact not written to {path}: {exc.strerror or exc}; kept on "
                 f"{where['host']} at {dest}; free space, then -e resume={fact.sweep_id} records it"
             )
             note = {"name": path.stem, "dest": dest}  # what the run's end lists (specsweep_report)
@@ -121,14 +122,13 @@ class ActionModule(ActionBase):
             return {"changed": False, "status": "kept", "kept": kept, "specsweep_say": say}
         if where.get("followed"):
             # This run's marker (an earlier run's fact must not release the followers).
-            name = f"{where['host']}-{order.fact_name(config_id, launch)}.recorded"
-            marker = Path(where["dir"], ".claims", where["run_id"], name)
+            marker = Path(where["dir"], ".claims", where["run_id"], f"{where['host']}-{name}.recorded")
             marker.parent.mkdir(parents=True, exist_ok=True)
             marker.touch()
-        say = f"{order.fact_name(config_id, launch)}: recorded"
+        say = f"{name}: recorded"
         if fact.failure is not None:
             why = fact.failure
-            say = f"{config_id}: failed in {why.phase}: {why.cause} ({why.message[:200]})"
+            say = f"{name}: failed in {why.phase}: {why.cause} ({why.message[:200]})"
         return {"changed": True, "status": fact.status, "path": str(path), "specsweep_say": say}
 
     def _kept(self, where: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
@@ -198,19 +198,22 @@ class ActionModule(ActionBase):
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
         data = race.table(race.facts(host_dir), max_launch=launches)
-        chosen = race.finalists(data, list(entry))
+        # A config whose fact this run kept on the host (a full results disk) cannot be judged here.
+        kept = {k["name"].split(".launch")[0] for k in task_vars.get("specsweep_kept") or []}
+        chosen = race.finalists(data, [c for c in entry if c not in kept])
         out = [
             hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True),
                                entry=entry[c]))
             for c in chosen
         ]  # fmt: skip
+        dropped = [order.fact_name(c, 2 if c in searched else launches + 1) for c in entry if c in kept]
         say = (
             f"finalists (the best and those within noise of it), launched once more before a winner "
             f"is named: {', '.join(chosen)}"
             if chosen
             else ""
         )
-        return {"changed": False, "slots": out, "specsweep_say": say}
+        return {"changed": False, "slots": out, "dropped": dropped, "specsweep_say": say}
 
     def _preflight(self, args: dict[str, Any]) -> dict[str, Any]:
         host_plan = hostplan.load(HostPlan, args["host_plan"])

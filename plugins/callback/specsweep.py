@@ -6,6 +6,9 @@ from ansible import constants as C
 from ansible.playbook.block import Block
 from ansible.plugins.callback.default import CallbackModule as DefaultCallback
 
+# The suite's own Python (installed in the venv by scripts/setup.sh).
+from analysis.deploy import rollout
+
 DOCUMENTATION = r"""
 name: specsweep
 type: stdout
@@ -16,6 +19,8 @@ description:
     Task and play banners, skipped tasks and failures a block rescues (a config's failure is printed
     as its recorded line instead) are left out.
   - With -v or more, Ansible's default output, with the same progress lines.
+  - A deploy (deploy.yml) that stopped before it reached every host ends with a line naming the
+    hosts left on their old config and why it stopped (the canary unreachable or failed).
 extends_documentation_fragment:
   - default_callback
   - result_format_callback
@@ -74,7 +79,33 @@ class CallbackModule(DefaultCallback):
         if not self._quiet:
             super().v2_playbook_on_include(included_file)
 
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # A deploy's hosts (its plan's targets and canary) and the hosts any other task started on.
+        self._deploy: dict | None = None
+        self._started: set[str] = set()
+
+    def v2_runner_on_start(self, host, task) -> None:
+        super().v2_runner_on_start(host, task)
+        if not task.action.endswith("specsweep_deploy_plan"):
+            self._started.add(host.get_name())
+
+    def v2_playbook_on_stats(self, stats) -> None:
+        super().v2_playbook_on_stats(stats)
+        if self._deploy is None:
+            return
+        ended = {}
+        for host in self._deploy["targets"]:
+            summary = stats.summarize(host)
+            if summary["unreachable"] or summary["failures"]:
+                ended[host] = "was unreachable" if summary["unreachable"] else "failed"
+        said = rollout.untouched(list(self._deploy["targets"]), self._started, self._deploy["canary"], ended)
+        if said:
+            self._display.display(said, color=C.COLOR_ERROR, stderr=True)
+
     def v2_runner_on_ok(self, result) -> None:
+        if result._task.action.endswith("specsweep_deploy_plan") and not result._task.check_mode:
+            self._deploy = {"targets": result._result["targets"], "canary": result._result["canary"]}
         if not self._quiet:
             super().v2_runner_on_ok(result)
         elif result._task.action in C._ACTION_DEBUG and "msg" in result._result:

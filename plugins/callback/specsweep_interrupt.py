@@ -15,6 +15,9 @@ from typing import Any
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
+# The suite's own Python (installed in the venv by scripts/setup.sh).
+from analysis.sweep import sweeplock
+
 DOCUMENTATION = r"""
 name: specsweep_interrupt
 type: aggregate
@@ -25,6 +28,8 @@ description:
     into the same interruption as Ctrl-C and, as ansible-playbook exits, runs playbooks/release.yml
     over the hosts of the interrupted sweep with the same inventory and connection options, for at
     most RELEASE_TIMEOUT_S seconds. Facts already recorded are on disk and stay.
+  - As ansible-playbook exits, interrupted or not, the sweep's controller lock
+    (results/.locks/<sweep_id>.lock) is removed when this run holds it.
   - A controller that dies without a signal it can catch (kill -9, power loss) is covered on each
     host by the lease its servers' supervisor watches. So that the lease runs out, each worker process
     forked from ansible-playbook is killed with it (PR_SET_PDEATHSIG); an orphaned worker would keep
@@ -148,14 +153,17 @@ class CallbackModule(CallbackBase):
                 SETTLE_TIMEOUT_S,
             )
         sweep = self._sweep
-        if not self._interrupted or sweep is None or sweep["settings"].get("plan_only"):
+        if sweep is None:
             return
-        results_dir = str(Path(sweep["dir"]).parent)
-        self._run(
-            f"interrupted: stopping the servers of sweep {sweep['id']} and releasing its hosts",
-            release_argv(context.CLIARGS, sweep, results_dir),
-            RELEASE_TIMEOUT_S,
-        )
+        results_dir = Path(sweep["dir"]).parent
+        if self._interrupted and not sweep["settings"].get("plan_only"):
+            self._run(
+                f"interrupted: stopping the servers of sweep {sweep['id']} and releasing its hosts",
+                release_argv(context.CLIARGS, sweep, str(results_dir)),
+                RELEASE_TIMEOUT_S,
+            )
+        # The run has ended, interrupted or not: its controller lock goes (its hosts are given back).
+        sweeplock.release(sweeplock.lock_path(results_dir, sweep["id"]), sweep["run_id"])
 
     def _run(self, say: str, argv: list[str], timeout_s: float) -> None:
         """Say `say`, run the playbook of `argv` for at most `timeout_s`, and show what it printed."""

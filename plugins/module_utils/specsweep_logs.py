@@ -1,4 +1,4 @@
-"""Reading an inference server's log: loading phase and failure cause (stdlib only).
+"""Reading an inference server's log and answers: loading phase and failure cause (stdlib only).
 
 Patterns are the engines' own messages (llama.cpp server, SGLang 0.5.x
 `srt/model_executor`, `srt/entrypoints`), most specific first.
@@ -77,3 +77,34 @@ def loading_phase(lines: list[str]) -> str | None:
             if pattern.search(line):
                 phase = name
     return phase
+
+
+# A healthy server that answers the proving generation with nothing but 5xx, at least this many times
+# over at least this long, is broken, not warming up (one that warms up succeeds or stops failing):
+# it fails now, not after the health timeout (SGLang's default is 30 minutes).
+GENERATION_ERROR_S = 3.0
+GENERATION_ERROR_COUNT = 3
+
+
+def generation_failure(errors: dict, status: int, body: str, now: float) -> str | None:
+    """Count one answer to the proving generation into `errors` (the run of 5xx answers so far:
+    since, count, statuses, first body, whether every body was the same); the failure message once
+    that run makes the server broken, else None. Any answer below 500 ends the run."""
+    if status < 500:
+        errors.clear()
+        return None
+    if not errors:
+        errors.update(since=now, count=0, statuses=[], first=body, same=True)
+    errors["count"] += 1
+    errors["same"] = errors["same"] and body == errors["first"]
+    if status not in errors["statuses"]:
+        errors["statuses"].append(status)
+    took = now - errors["since"]
+    if errors["count"] < GENERATION_ERROR_COUNT or took < GENERATION_ERROR_S:
+        return None
+    statuses = ", ".join(str(s) for s in errors["statuses"])
+    bodies = "the same each time" if errors["same"] else "the body differing (the last)"
+    return (
+        f"server healthy but its generation answered {statuses} {errors['count']} times in {took:.1f} s, "
+        f"{bodies}: {body[:500]}"
+    )

@@ -54,17 +54,45 @@ BOOT = (
 )
 
 
-def renew_lease(path: str, run_id: str) -> bool:
-    """Touch the lock's mtime when run `run_id` holds it; True when renewed."""
+def _held(path: str, run_id: str) -> dict | None:
+    """The lock's record when run `run_id` holds it, else None."""
     try:
         with open(path, encoding="utf-8") as f:
             holder = json.load(f)
-        if not isinstance(holder, dict) or holder.get("run_id") != run_id:
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and holder.get("run_id") == run_id else None
+
+
+def renew_lease(path: str, run_id: str) -> bool:
+    """Touch the lock's mtime when run `run_id` holds it; True when renewed."""
+    try:
+        if _held(path, run_id) is None:
             return False
         os.utime(path)
-    except (OSError, ValueError):
+    except OSError:
         return False
     return True
+
+
+def record_client(path: str, run_id: str, client: dict) -> bool:
+    """Add the benchmark client's pid record to the lock when run `run_id` holds it, so that
+    releasing the host stops it first; renews the lease too. True when recorded."""
+    holder = _held(path, run_id)
+    if holder is None:
+        return False
+    try:
+        write_json_atomic(path, {**holder, "client": client})
+    except OSError:
+        return False
+    return True
+
+
+def stop_client(client: object) -> None:
+    """Stop a benchmark client by its specsweep_job record (as the lock or the job file keeps it)
+    when it still runs: its group only, and only while its leader has the recorded start time."""
+    if isinstance(client, dict) and isinstance(client.get("pid"), int):
+        stop_group(client, CLIENT_GRACE_S)
 
 
 def lease_problem(path: str, run_id: str, lease_s: float) -> str | None:
@@ -219,9 +247,7 @@ def supervise(args: dict) -> None:
             signal.sigtimedwait([signal.SIGCHLD], POLL_S)
     if reason is not None:
         _say(f"{reason}: stopping the server and this run's benchmark client, releasing the lock")
-        client = read_pidfile(f"{args['job_path']}.job") if args["job_path"] else None
-        if client is not None:
-            stop_group(client, CLIENT_GRACE_S)
+        stop_client(read_pidfile(f"{args['job_path']}.job") if args["job_path"] else None)
         _stop_server(server, args["stop_grace_s"])
 
     record["exit"] = {**exit_status(server.wait()), "exited_at": time.time(), "reason": reason}

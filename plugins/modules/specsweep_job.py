@@ -18,9 +18,11 @@ description:
   - With O(server_pidfile) (the specsweep_server record) it also watches the server the command measures.
     When the server has exited while the command runs (or the command failed after it did), the command is
     stopped and the call fails with C(cause=server_exited), or the cause its log names (specsweep_logs, e.g.
-    C(out_of_memory)), a C(msg) that gives the server's exit status or signal and that log line, C(exit),
-    C(log_tail) (of O(server_log)), and what the command printed so far.
-  - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server).
+    C(out_of_memory)), a C(msg) that gives the server's exit status or signal, the command's last progress
+    line (the level it measured) and that log line, C(exit), C(log_tail) (of O(server_log)), and what the
+    command printed so far (specsweep_bench.py prints its finished runs when stopped).
+  - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server), and the
+    first records the client's pid record in it (C(client)): releasing the lock stops the client first.
 options:
   argv: {type: list, elements: str, required: true, description: Command to run.}
   path:
@@ -55,7 +57,13 @@ from ansible.module_utils.specsweep_proc import (
     tail_lines,
     write_json_atomic,
 )
-from ansible.module_utils.specsweep_supervisor import describe_exit, renew_lease, server_exit, server_running
+from ansible.module_utils.specsweep_supervisor import (
+    describe_exit,
+    record_client,
+    renew_lease,
+    server_exit,
+    server_running,
+)
 
 # Runs the command and writes its exit status atomically: the detached job outlives this module,
 # and its status is read by a later call.
@@ -140,13 +148,18 @@ def main() -> None:
         if record is not None:
             stop_group(record, 10.0)
         record = start(files, p["argv"], p["token"])
+        if p["lease_path"]:
+            # The lock names the client: a release (an interrupted run's, by hand) stops it first.
+            record_client(p["lease_path"], p["run_id"], record)
 
     def server_exited(ended: dict) -> None:
         stop_group(record, 10.0)  # before reading its output: it may flush on SIGTERM
         lines = tail_lines(p["server_log"]) if p["server_log"] else []
         # Its log names why, as at load (a CUDA OOM aborts: signal 6 alone says little).
         cause, evidence = classify_failure(lines)
-        msg = f"server exited ({ended['words']}) during benchmark"
+        # The client's last progress line names the level it was measuring ("repeat 2/3 at concurrency 4").
+        at = next((line for line in reversed(tail_lines(files["stderr"])) if line.startswith("repeat ")), "")
+        msg = f"server exited ({ended['words']}) during benchmark" + (f", {at}" if at else "")
         module.fail_json(
             msg=msg if cause == "unknown" else f"{msg}: {cause}: {evidence}",
             cause="server_exited" if cause == "unknown" else cause,

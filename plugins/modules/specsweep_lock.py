@@ -11,7 +11,8 @@ description:
     and the result has C(acquired=false), C(holder) and C(holder_age_s) (seconds since the holder last
     renewed its lease, on this host's clock). With O(steal_from) it replaces a holder whose run id is
     O(steal_from) (one the caller found dead), and only that holder.
-  - C(released) removes O(path) when O(owner) holds it; another run's lock is left alone.
+  - C(released) removes O(path) when O(owner) holds it, after stopping the benchmark client the lock
+    records (C(client), see specsweep_job) if it still runs; another run's lock is left alone.
   - C(renewed) touches the mtime of O(path) when O(owner) holds it, the lease a server's supervisor
     watches (see specsweep_server), for a step that calls no other module of the run on this host for
     longer than the lease. The result has C(renewed), false when the lock is gone or another run's.
@@ -32,7 +33,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.specsweep_proc import write_json_atomic
-from ansible.module_utils.specsweep_supervisor import renew_lease
+from ansible.module_utils.specsweep_supervisor import renew_lease, stop_client
 
 STATES = ["acquired", "released", "renewed"]
 
@@ -94,6 +95,8 @@ def main() -> None:
     holder = read(p["path"])
     mine = holder is not None and holder.get("run_id") == p["owner"].get("run_id")
     if mine and not module.check_mode:
+        # A client of a duration benchmark would go on sending to the port of a host given back.
+        stop_client(holder.get("client"))
         os.unlink(p["path"])
     module.exit_json(changed=mine, released=mine)
 

@@ -22,6 +22,7 @@ description:
   - C(stopped) signals only the process group recorded in O(pidfile) (SIGTERM with SIGCONT, SIGKILL after
     O(stop_timeout_s), at once when a process of it is stopped or its leader is a zombie), waits until it is
     gone and O(port) is free, then removes the pidfile. With O(run_id), only a server that run started.
+    The benchmark client of the record's O(job_path), when it still runs, is stopped first.
   - With O(keep_runs), C(started) keeps the newest O(keep_runs) log folders under O(runs_dir) (one per sweep)
     and removes older ones; only folders holding nothing but the suite's own files (server logs, wait
     progress, benchmark job files) are removed, never the one holding O(log_path).
@@ -78,7 +79,7 @@ from ansible.module_utils.specsweep_proc import (
     tail_lines,
     wait_until,
 )
-from ansible.module_utils.specsweep_supervisor import launch, renew_lease
+from ansible.module_utils.specsweep_supervisor import launch, renew_lease, stop_client
 
 # Variables a server needs from the launching environment; everything else is explicit.
 INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LD_LIBRARY_PATH")
@@ -94,6 +95,9 @@ def stop(module: AnsibleModule, record: dict) -> None:
     """Terminate the recorded process group and wait until it and the port are gone."""
     p = module.params
     pid = record["pid"]
+    # Its client first: it would go on sending to the port (a duration benchmark) after the stop.
+    if record.get("job_path"):
+        stop_client(read_pidfile(f"{record['job_path']}.job"))
     if not stop_group(record, p["stop_timeout_s"]):
         module.fail_json(msg=f"server pid {pid} survived SIGKILL", pid=pid)
     if not wait_until(lambda: not port_in_use(p["host"], p["port"]), p["stop_timeout_s"]):

@@ -16,8 +16,9 @@ description:
     group (the supervisor left out) has used no CPU time. The stall is measured across calls (the
     last progress is kept in C(O(log_path).progress)).
   - Once health answers 200 it proves generation works with one tiny request. A server that answers it
-    with the same 5xx status and body for C(GENERATION_ERROR_S) seconds fails with C(cause=generation_error)
-    and that body (C(response)), instead of waiting out O(timeout_s).
+    with 5xx every time, at least 3 times over 3 seconds (specsweep_logs), fails
+    with C(cause=generation_error) and the last body (C(response)), instead of waiting out O(timeout_s):
+    the status decides, not the body, which may hold a request id or a time.
   - Returns C(ready=false) after O(slice_s) seconds of loading so the caller can print progress and
     call again (use C(until)); fails once the server is older than O(timeout_s).
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server).
@@ -60,7 +61,7 @@ import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.specsweep_logs import classify_failure, loading_phase
+from ansible.module_utils.specsweep_logs import classify_failure, generation_failure, loading_phase
 from ansible.module_utils.specsweep_proc import (
     DEAD_STATES,
     STOPPED_STATES,
@@ -85,9 +86,6 @@ PROBE = {
 STOPPED_HINT = {"T": "e.g. SIGSTOP", "t": "traced by a debugger"}
 # Seconds between two looks at the whole process group (a /proc scan) and the log size.
 SAMPLE_S = 1.0
-# A healthy server that answers the proving generation with the same 5xx for this long is broken, not
-# warming up (a real answer changes or succeeds): it fails now, not after the health timeout.
-GENERATION_ERROR_S = 3.0
 
 
 def http(url: str, api_key: str | None, body: dict | None = None, timeout: float = 5.0) -> tuple[int, str]:
@@ -206,7 +204,7 @@ def main() -> None:
         )
 
     slice_end = time.monotonic() + p["slice_s"]
-    errors = {"answer": None, "since": 0.0, "count": 0}  # the same 5xx answer to the probe, since when
+    errors: dict = {}  # the run of 5xx answers to the probe (generation_failure)
     next_sample = 0.0
     progress = None
     stalled = 0.0
@@ -260,23 +258,16 @@ def main() -> None:
                     ready_at=time.time(),
                 )
             last = f"health 200 but generation answered {probe_status}: {probe_text[:200]}"
-            if probe_status >= 500:
-                if errors["answer"] != (probe_status, probe_text):
-                    errors.update(answer=(probe_status, probe_text), since=time.monotonic(), count=0)
-                errors["count"] += 1
-                repeated_s = time.monotonic() - errors["since"]
-                if repeated_s >= GENERATION_ERROR_S:
-                    module.fail_json(
-                        msg=f"server healthy but its generation answered {probe_status} {errors['count']} "
-                        f"times in {repeated_s:.1f} s, the same each time: {probe_text[:500]}",
-                        cause="generation_error",
-                        response=probe_text,
-                        log_tail=log_tail(),
-                        ready=False,
-                        noticed_at=time.time(),
-                    )
-            else:
-                errors["answer"] = None
+            broken = generation_failure(errors, probe_status, probe_text, time.monotonic())
+            if broken:
+                module.fail_json(
+                    msg=broken,
+                    cause="generation_error",
+                    response=probe_text,
+                    log_tail=log_tail(),
+                    ready=False,
+                    noticed_at=time.time(),
+                )
         else:
             last = f"health answered {status or 'nothing'}"
         # Judged after health: a server that answers is not hung however quiet it is.

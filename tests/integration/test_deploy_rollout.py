@@ -149,6 +149,9 @@ def test_failed_gate_on_the_canary_rolls_it_back_and_leaves_the_rest_untouched(
     rest = serving(ssh_hosts, "sshost2")
     assert rest["record"]["pid"] == before["sshost2"]["record"]["pid"], "the rest must not be touched"
     assert rest["state"] == before["sshost2"]["state"]
+    # And the run says so at its end.
+    said = "deploy stopped (the canary sshost1 failed): sshost2 not touched, left on their old config"
+    assert said in out, out[-4000:]
 
 
 def test_check_shows_each_hosts_change_and_touches_nothing(

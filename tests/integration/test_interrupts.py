@@ -197,3 +197,41 @@ def test_a_shard_host_waiting_for_another_hosts_config_keeps_its_lease(
     for host in ssh_hosts.names:
         for log in (run_dir(ssh_hosts, host) / "W").glob("*.log"):
             assert "lease expired" not in log.read_text(), (host, log.name)
+
+
+def group_left(hosts: NetnsHosts, pgid: int) -> list[str]:
+    """What still runs (not a zombie) in process group `pgid` on the host: the pids and commands."""
+    listing = hosts.run_in_host(HOST, ["ps", "-ww", "-eo", "pgid=,stat=,pid=,args="]).stdout.splitlines()
+    return [line for line in listing if line.split()[0] == str(pgid) and not line.split()[1].startswith("Z")]
+
+
+def test_a_stopped_sweep_stops_its_duration_benchmark_client_before_the_host_is_given_back(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    # A benchmark that runs for a duration, not a count: before, its client was reparented and went
+    # on sending to the port for the rest of its 300 s after the lock said the host was free.
+    proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=D", "-e", "steps=1", "-e", "baseline=false",
+                       "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0",
+                       "-e", "bench_duration_s=300")  # fmt: skip
+    lock = run_dir(ssh_hosts) / "sweep.lock"
+    files = run_dir(ssh_hosts) / "D" / "s1.bench.json"
+    started = lambda: "repeat 1/1" in Path(f"{files}.stderr").read_text()  # noqa: E731 - a condition
+    wait_for(lambda: Path(f"{files}.stderr").exists() and started(), "the benchmark", proc=proc)
+    record = json.loads(Path(f"{files}.job").read_text())
+    assert any("specsweep_bench.py" in line for line in group_left(ssh_hosts, record["pid"]))
+    in_lock = json.loads(lock.read_text()).get("client")  # specsweep_job adds it as it starts the client
+    os.kill(proc.pid, signal.SIGTERM)
+    wait_for(lambda: not group_left(ssh_hosts, record["pid"]), "the client's end", timeout=30)
+    proc.wait(timeout=120)
+    log = (tmp_path / "sweep.log").read_text()
+    # The lock named the client, so that any release of the host stops it first.
+    ids = ("pid", "start_ticks")
+    assert in_lock is not None and [in_lock[k] for k in ids] == [record[k] for k in ids], in_lock
+    assert "interrupted: stopping the servers of sweep D" in log, log[-3000:]
+    # Stopped by the release (its SIGTERM: it printed what it had), not left to die of refused
+    # connections once the server was gone, or to go on sending where errors are only counted.
+    said = Path(f"{files}.stdout").read_text()
+    assert said.startswith('{"error": "stopped by SIGTERM"'), said[-2000:]
+    assert not lock.exists(), log[-3000:]
+    probe = ["python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8080), 1)"]
+    assert ssh_hosts.run_in_host(HOST, probe).returncode != 0, "something still listens on the port"

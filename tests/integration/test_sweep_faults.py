@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
-from sweeps import QUICK, REPO, playbook_argv, sweep_env
+from sweeps import QUICK, REPO, playbook_argv, start_sweep, sweep_env, wait_for
 from testhosts import NetnsHosts
+
+from analysis.facts.schema import load_fact
 
 
 def extra_vars(tmp_path: Path, values: dict) -> tuple[str, str]:
@@ -159,20 +161,22 @@ def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(
     assert "time.sleep(600)" not in ps, ps
 
 
-# Healthy, but every generation answers the same 500 (an engine stand-in, allowed for this fault only).
+# Healthy, but every generation answers 500, with a request id that differs each time (an engine
+# stand-in, allowed for this fault only).
 ANSWERS_500 = r"""
-import http.server, sys
+import http.server, sys, uuid
 if "--version" in sys.argv:
     sys.exit(0)
 port = int(sys.argv[sys.argv.index("--port") + 1])
-BODY = b'{"error": {"code": 500, "message": "CUDA error: an illegal memory access was encountered"}}'
+ERROR = '"message": "CUDA error: an illegal memory access was encountered"'
+BODY = '{"error": {"code": 500, %s}, "id": "%%s"}' % ERROR
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.answer(200, b'{"status": "ok"}')
     def do_POST(self):
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.answer(500, BODY)
+        self.answer(500, (BODY % uuid.uuid4()).encode())
     def answer(self, status, body):
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
@@ -184,7 +188,7 @@ http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
 """
 
 
-def test_a_server_whose_generation_answers_the_same_500_fails_in_seconds_with_the_body(
+def test_a_server_whose_generation_answers_500_with_a_changing_body_fails_in_seconds_quoting_it(
     sweep_inventory: Path, run_sweep, ssh_hosts: NetnsHosts, tmp_path: Path
 ) -> None:
     (ssh_hosts.opt_dir("sshost1") / "answers500.py").write_text(ANSWERS_500)
@@ -197,9 +201,10 @@ def test_a_server_whose_generation_answers_the_same_500_fails_in_seconds_with_th
     fact = run.facts()[("sshost1", "s1")]
     assert (fact.failure.phase, fact.failure.cause) == ("load", "generation_error"), fact.failure
     assert "CUDA error: an illegal memory access was encountered" in fact.failure.message
-    # Within seconds of the first answer (the module's own measure), not the 600 s health timeout; the
-    # launch to record bound is loose: the machine is shared.
-    repeated = r"answered 500 \d+ times in 3\.\d s, the same each time"
+    # Within seconds of the first answer (the module's own measure), not the 600 s health timeout (before,
+    # a body that differed each time was waited out); the launch to record bound is loose: the machine
+    # is shared.
+    repeated = r"answered 500 \d+ times in 3\.\d s, the body differing \(the last\): .*\"id\": \"[\w-]{36}\""
     assert re.search(repeated, fact.failure.message), fact.failure
     assert fact.timings.finished_at - fact.timings.started_at < 90, fact.timings
     assert "[sshost1] s1: failed in load: generation_error" in run.output, run.output[-3000:]
@@ -419,3 +424,33 @@ def test_a_full_results_disk_is_refused_at_plan_time_and_a_fact_it_cannot_take_i
     finally:
         subprocess.run(["umount", "-l", str(tiny)], check=False)
         kept.unlink(missing_ok=True)
+
+
+def test_an_engine_killed_mid_benchmark_fails_its_level_in_seconds_and_keeps_the_levels_before(
+    sweep_inventory: Path, ssh_hosts: NetnsHosts, tmp_path: Path
+) -> None:
+    # Two levels of 6 s each: the server dies (kill -9, as the OOM killer does) in the second.
+    proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=M", "-e", "steps=1", "-e", "baseline=false",
+                       "-e", "target=sshost1", "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0",
+                       "-e", "concurrency=1,2", "-e", "bench_duration_s=6")  # fmt: skip
+    run = ssh_hosts.opt_dir("sshost1") / "specsweep" / "run"
+    progress = run / "M" / "s1.bench.json.stderr"
+    second = lambda: progress.exists() and "at concurrency 2" in progress.read_text()  # noqa: E731 - a condition
+    wait_for(second, "the second level", timeout=300, proc=proc)
+    server = json.loads((run / "server-8080.pid").read_text())
+    assert ssh_hosts.run_in_host("sshost1", ["kill", "-9", str(server["server_pid"])]).returncode == 0
+    killed = time.time()
+    assert proc.wait(timeout=300) == 2, (tmp_path / "sweep.log").read_text()[-3000:]
+    fact = load_fact(json.loads((tmp_path / "M" / "sshost1" / "s1.json").read_text()))
+    assert fact.status == "failed" and fact.failure is not None, fact
+    assert (fact.failure.phase, fact.failure.cause, fact.failure.concurrency) == (
+        "benchmark",
+        "server_exited",
+        2,
+    ), fact.failure
+    said = "server exited (signal 9: SIGKILL) during benchmark, repeat 1/1 at concurrency 2"
+    assert fact.failure.message.startswith(said), fact.failure
+    # The first level's run is kept, the second's partial one is not; noticed within seconds.
+    assert [(r.concurrency, r.repeat) for r in fact.runs] == [(1, 1)], fact.runs
+    assert fact.timings.finished_at - killed < 15, fact.timings
+    assert "specsweep_bench.py" not in ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout

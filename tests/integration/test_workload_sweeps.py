@@ -91,9 +91,12 @@ def test_an_operators_traffic_file_sweeps_with_no_prompt_text_anywhere_and_a_bro
     assert SECRET not in run.output
     written = [p for p in run.sweep_dir.rglob("*") if p.is_file()]
     assert written and not [p for p in written if SECRET.encode() in p.read_bytes()]
-    # The host keeps the records it was sent (owner-only), and its server's log no prompt.
+    # The server's log holds no prompt.
     opt = ssh_hosts.opt_dir("sshost1") / "specsweep"
     logs = [p for p in (opt / "run").rglob("*.log") if p.is_file()]
     assert logs and not [p for p in logs if SECRET.encode() in p.read_bytes()]
-    (sent,) = [p for p in (opt / "bench").glob("workloads-*.jsonl") if SECRET.encode() in p.read_bytes()]
-    assert sent.stat().st_mode & 0o777 == 0o600
+    # The records it was sent (owner-only while it ran) are removed when the sweep ends: before, they
+    # stayed on the host.
+    assert not [p for p in (opt / "bench").iterdir() if p.is_file() and SECRET.encode() in p.read_bytes()]
+    # The run's controller lock went with it (before, results/.locks kept one per run).
+    assert not list((run.sweep_dir.parent / ".locks").glob("*.lock"))

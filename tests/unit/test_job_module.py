@@ -124,7 +124,7 @@ def test_a_server_killed_during_the_benchmark_fails_the_job_as_server_exited(
     result = watched_job(tmp_path, slice_s=30)
     assert time.monotonic() - begun < 10
     assert (result.get("failed"), result.get("cause")) == (True, "server_exited"), result
-    assert result["msg"] == "server exited (signal 9: SIGKILL) during benchmark"
+    assert result["msg"] == "server exited (signal 9: SIGKILL) during benchmark, repeat 1/3"
     assert result["exit"]["signal"] == 9 and result["log_tail"] == ["server up"]
     # What the client printed before it was stopped, and it was stopped.
     assert (result["stdout"], result["stderr"]) == ('{"runs": [1]', "repeat 1/3")
@@ -142,7 +142,7 @@ def test_a_client_failing_after_its_server_died_names_the_server(
     assert proc.wait_until((tmp_path / "s1.bench.json.rc").exists, 10)
     result = watched_job(tmp_path, slice_s=30)
     assert (result.get("failed"), result.get("cause")) == (True, "server_exited"), result
-    assert result["msg"] == "server exited (signal 9: SIGKILL) during benchmark"
+    assert result["msg"] == "server exited (signal 9: SIGKILL) during benchmark, repeat 1/3"
     assert result["stderr"].splitlines()[-1] == "ConnectionRefusedError: [Errno 111] Connection refused"
 
 

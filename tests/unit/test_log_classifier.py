@@ -307,3 +307,41 @@ def test_sglang_phases_in_load_order(messages: list[str], phase: str | None) -> 
 def test_sglang_settings_line_alone_is_no_phase() -> None:
     # 'skip_server_warmup' and 'warmups' are setting names, not a warmup in progress.
     assert logs.loading_phase([SGLANG_ARGS_LINE]) is None
+
+
+def answers(*said: tuple[float, int, str]) -> list[str | None]:
+    """generation_failure over (time, status, body) answers to the proving generation, in order."""
+    errors: dict = {}
+    return [logs.generation_failure(errors, status, body, at) for at, status, body in said]
+
+
+def test_5xx_answers_with_a_changing_body_are_a_generation_error_by_status() -> None:
+    # A request id in every body: before, no two answers were "the same" and the launch waited
+    # out the health timeout.
+    said = answers(
+        *((t, 500, f'{{"error": "CUDA error", "request_id": "r{t}"}}') for t in (0.0, 1.0, 2.0, 3.2))
+    )
+    assert said[:3] == [None, None, None]  # three answers, but not yet 3 s of them
+    assert said[3] == (
+        "server healthy but its generation answered 500 4 times in 3.2 s, the body differing (the last): "
+        '{"error": "CUDA error", "request_id": "r3.2"}'
+    )
+
+
+def test_the_same_5xx_is_said_to_be_the_same_and_mixed_statuses_are_named() -> None:
+    same = answers((0.0, 503, "x"), (1.5, 503, "x"), (3.0, 503, "x"))
+    assert (
+        same[-1] == "server healthy but its generation answered 503 3 times in 3.0 s, the same each time: x"
+    )
+    mixed = answers((0.0, 500, "a"), (2.0, 502, "b"), (3.0, 500, "a"))
+    assert mixed[-1] is not None and "answered 500, 502 3 times" in mixed[-1]
+
+
+def test_a_good_or_4xx_answer_ends_the_run_of_5xx_and_two_slow_answers_are_not_enough() -> None:
+    # Warming up: 5xx, then a success: the count starts again.
+    assert (
+        answers((0.0, 500, "a"), (2.0, 500, "a"), (2.5, 200, "ok"), (4.0, 500, "a"), (5.0, 500, "a"))
+        == [None] * 5
+    )
+    # A 4xx (a bad request) is no engine failure, and two 5xx in 10 s are too few to judge.
+    assert answers((0.0, 500, "a"), (1.0, 404, "n"), (2.0, 500, "a"), (12.0, 500, "a")) == [None] * 4

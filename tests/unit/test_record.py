@@ -19,6 +19,7 @@ from local_play import run_local_play
 
 from analysis import files
 from analysis.facts import record
+from analysis.facts.rows import run_rows
 from analysis.facts.schema import Fact, load_fact, to_dict
 from analysis.redact import REDACTED
 from analysis.sweep.hostplan import dump
@@ -143,6 +144,22 @@ def test_a_benchmark_that_failed_midway_keeps_its_finished_runs() -> None:
     assert fact.benchmark is None
 
 
+def test_a_server_that_died_mid_benchmark_fails_its_level_and_keeps_the_levels_before() -> None:
+    # What specsweep_bench.py prints when stopped (SIGTERM after its server died): the finished runs
+    # (concurrency 1, from the fixture) and the level it was in; the job's message names the death.
+    stdout = json.dumps({"error": "stopped by SIGTERM", "runs": BENCH["runs"][:1],
+                         "level": {"concurrency": 4, "repeat": 1, "workload": None}})  # fmt: skip
+    msg = "server exited (signal 9: SIGKILL) during benchmark, repeat 1/1 at concurrency 4"
+    result = {"failed": True, "cause": "server_exited", "msg": msg, "exit": {"signal": 9}, "stdout": stdout}
+    fact = record.build_fact(payload(benchmark_output=None, failure={"phase": "benchmark", "result": result}))
+    assert fact.failure is not None
+    assert (fact.failure.cause, fact.failure.message, fact.failure.concurrency) == ("server_exited", msg, 4)
+    assert [(r.concurrency, r.repeat) for r in fact.runs] == [(1, 1)]
+    # Its failure row stands at that level only: level 1 keeps its good run and no failure.
+    rows = run_rows("s1.json", fact)
+    assert [(r.get("concurrency"), r["failed"]) for r in rows] == [(1, False), (4, True)]
+
+
 def test_a_benchmark_that_printed_no_json_is_failed_without_runs() -> None:
     failure = {"phase": "benchmark", "result": {"failed": True, "rc": 2, "msg": "non-zero return code",
                                               "stdout": "Traceback (most recent call last):"}}  # fmt: skip
@@ -248,3 +265,27 @@ def test_a_full_results_disk_is_found_at_plan_time_and_a_failed_write_leaves_no_
     with pytest.raises(OSError, match="No space left on device"):
         files.write_json_atomic(tiny_fs / "h1" / "s1.json", {"text": "x" * (3 << 20)})
     assert list((tiny_fs / "h1").iterdir()) == []
+
+
+def test_a_later_launchs_lines_name_it_as_its_file_does(tmp_path: Path) -> None:
+    # Before, baseline's second launch was said as "localhost/baseline" while its file is baseline.launch2.
+    sweep = tmp_path / "S"
+    where = {"dir": str(sweep), "run_id": "run1", "host": "localhost", "follows": None, "followed": False,
+             "run_dir": "/var/tmp/specsweep/run"}  # fmt: skip
+    second = run_payload(config=BASELINE, launch_index=2)
+    failed = {"msg": "server exited (signal 9: SIGKILL) during benchmark", "cause": "server_exited"}
+    (tmp_path / "not-a-folder").write_text("")  # no fact can be written under it, as on a full disk
+    unwritable = {**where, "dir": str(tmp_path / "not-a-folder"), "host": "h2"}
+    say = "{{ [ok, failed, kept] | map(attribute='specsweep_say') | to_json }}"
+    proc = run_local_play(tmp_path, [
+        {"specsweep_results": {"fact": second, "where": where}, "register": "ok"},
+        {"specsweep_results": {"fact": second, "where": where, "failed_result": failed},
+         "register": "failed"},
+        {"specsweep_results": {"fact": second, "where": unwritable}, "register": "kept"},
+        {"ansible.builtin.copy": {"dest": str(tmp_path / "said.json"), "mode": "0644", "content": say}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    said = json.loads((tmp_path / "said.json").read_text())
+    assert said[0] == "baseline.launch2: recorded"
+    assert said[1].startswith("baseline.launch2: failed in benchmark: server_exited (server exited")
+    assert said[2].startswith("h2/baseline.launch2: fact not written to "), said[2]

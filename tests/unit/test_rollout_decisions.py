@@ -107,3 +107,16 @@ def test_the_filters_hand_the_role_these_functions() -> None:
         "specsweep_before_words": rollout.before_words,
         "specsweep_deploy_failure": rollout.failure_words,
     }
+
+
+def test_a_deploy_whose_canary_was_unreachable_names_the_hosts_left_on_their_old_config() -> None:
+    hosts = ["h1", "h2", "h3"]
+    # Before, it exited 4 naming the canary, not that h2 and h3 were never touched.
+    said = rollout.untouched(hosts, {"h1"}, "h1", {"h1": "was unreachable"})
+    assert said == (
+        "deploy stopped (the canary h1 was unreachable): h2, h3 not touched, left on their old config"
+    )
+    # A later batch's failure stops the rest; a deploy that reached every host says nothing.
+    said = rollout.untouched(hosts, {"h1", "h2"}, "h1", {"h2": "failed"})
+    assert said == "deploy stopped (h2 failed): h3 not touched, left on their old config"
+    assert rollout.untouched(hosts, set(hosts), "h1", {"h3": "failed"}) is None

@@ -41,6 +41,35 @@ def test_a_live_run_holds_its_sweep_id_and_a_dead_ones_lock_is_taken_over(tmp_pa
     assert path.parent == tmp_path / ".locks"  # beside the sweep folders, not inside X
 
 
+def test_an_ended_run_removes_its_lock_and_the_next_run_removes_the_locks_of_killed_runs(
+    tmp_path: Path,
+) -> None:
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert sweeplock.acquire(sweeplock.lock_path(tmp_path, "A"), owner("run-a", live.pid)) is None
+        killed = sweeplock.lock_path(tmp_path, "K")
+        gone = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        assert sweeplock.acquire(killed, owner("run-k", gone.pid)) is None
+        gone.kill()  # killed outright: nothing of it removes its lock
+        gone.wait()
+        far = sweeplock.lock_path(tmp_path, "F")
+        far.write_text(json.dumps({**owner("run-f", 1), "controller": "another-machine"}))
+        # Another run's lock is not this run's to remove.
+        assert sweeplock.release(sweeplock.lock_path(tmp_path, "A"), "run-k") is False
+        # The next run of any sweep takes its own lock and removes K's (its run is gone), not A's
+        # (alive) nor F's (another controller's: this one cannot tell).
+        assert sweeplock.acquire(sweeplock.lock_path(tmp_path, "B"), owner("run-b", live.pid)) is None
+        assert sorted(p.name for p in (tmp_path / ".locks").iterdir()) == ["A.lock", "B.lock", "F.lock"]
+        # Each run removes its own as it exits (the interrupt callback), interrupted or not.
+        assert sweeplock.release(sweeplock.lock_path(tmp_path, "A"), "run-a") is True
+        assert sweeplock.release(sweeplock.lock_path(tmp_path, "B"), "run-b") is True
+        assert sweeplock.release(sweeplock.lock_path(tmp_path, "B"), "run-b") is False  # gone already
+        assert sorted(p.name for p in (tmp_path / ".locks").iterdir()) == ["F.lock"]
+    finally:
+        live.kill()
+        live.wait()
+
+
 ENTRY = entry(config(1), ["llama-server", "--api-key", "k", "-n", "1"], {"T": "1"})
 SETTINGS = {"max_tokens": 8, "warmup": 0, "repeats": 1, "concurrency": [1]}
 

@@ -165,3 +165,29 @@ def test_the_results_action_names_launch_k_and_picks_the_finalists(tmp_path: Pat
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert decode_fact((host / "s1.launch2.json").read_bytes()).launch_index == 2
     assert (tmp_path / ".claims" / "run1" / "localhost-s1.launch2.recorded").is_file()
+
+
+def test_a_finalist_launch_dropped_because_its_fact_was_kept_on_the_host_is_named_at_the_end(
+    tmp_path: Path,
+) -> None:
+    # s1's fact did not fit the results disk (kept on the host): before, its finalist launch was
+    # dropped without a word and only a resume ran it.
+    write(tmp_path / "localhost", launch(None, [100, 101, 99]), launch(3, [30, 31, 29]))
+    entries = [entry(config(steps)) for steps in (None, 1, 3)]
+    plan = {"sweep": {"settings": {"launches": 1}}, "hosts": {"localhost": host_plan(entries)}}
+    where = {"dir": str(tmp_path), "run_id": "run1", "host": "localhost", "follows": None, "followed": False}
+    kept = [{"name": "s1", "dest": "/var/tmp/specsweep/run/F.s1.fact.json"}]
+    out = tmp_path / "chosen.json"
+    proc = run_local_play(tmp_path, [
+        {"specsweep_results": {"finalists": True, "where": where},
+         "vars": {"specsweep_plan": plan, "specsweep_kept": kept}, "register": "chosen"},
+        {"ansible.builtin.copy": {"dest": str(out), "mode": "0644", "content": "{{ chosen | to_json }}"}},
+    ])  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    chosen = json.loads(out.read_text())
+    assert chosen["dropped"] == ["s1.launch2"] and "s1" not in chosen["specsweep_say"], chosen
+    lines = progress.dropped("F", ["localhost"], {"localhost": {"specsweep_finalists": chosen}})
+    assert lines == [
+        "localhost: not launched: s1.launch2 (the finalist launch of a config whose fact is kept on the "
+        "host, so not judged); -e resume=F records it, then judges"
+    ]

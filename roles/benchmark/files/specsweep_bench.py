@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import random
+import signal
 import sys
 import time
 import urllib.parse
@@ -663,6 +664,18 @@ def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def emit_when_stopped(runs: list[Doc], level: Doc, output: str | None) -> None:
+    """On SIGTERM (its server died, or the sweep stops) print what was measured before exiting: the
+    finished runs are kept in the fact, and `level` (updated as it goes) names where it stopped."""
+
+    def stopped(signum: int, frame: Any) -> None:
+        emit({"error": f"stopped by {signal.Signals(signum).name}", "runs": runs, "level": level}, output)
+        sys.stdout.flush()
+        os._exit(128 + signum)  # requests in flight are not waited for
+
+    signal.signal(signal.SIGTERM, stopped)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Warm up, then run every (concurrency, repeat); exit 1 if a run got nothing."""
     args = parse_args(argv)
@@ -674,6 +687,8 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"warm-up {i + 1}/{args.warmup}")
         work(prompts[i % len(prompts)])
     runs: list[Doc] = []
+    level: Doc = {}
+    emit_when_stopped(runs, level, args.output)
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     groups = by_workload(prompts)
     for workload, records in groups:
@@ -683,6 +698,7 @@ def main(argv: list[str] | None = None) -> int:
             for repeat in range(1, args.repeats + 1):
                 where = f"concurrency {conc}" + ("" if workload is None else f", workload {workload}")
                 progress(f"repeat {repeat}/{args.repeats} at {where}")
+                level.update(concurrency=conc, repeat=repeat, workload=workload)
                 key = level_key(args.seed, conc, repeat) + ("" if workload is None else f"/{workload}")
                 watch.begin()
                 run = {"repeat": repeat, **run_level(work, records, load, key)}
@@ -693,7 +709,7 @@ def main(argv: list[str] | None = None) -> int:
                     # Nothing came back: the caller records this cause instead of numbers.
                     cause = run["requests"][0]["error"] if run["requests"] else "no request inside the window"
                     error = f"every request failed ({where}, repeat {repeat}): "
-                    emit({"error": error + cause, "runs": runs}, args.output)
+                    emit({"error": error + cause, "runs": runs, "level": level}, args.output)
                     return 1
                 runs.append(run)
     version, info = server_info(client)
