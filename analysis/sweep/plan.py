@@ -80,8 +80,10 @@ def _host_plan(
     # The adaptive arm's schedule, copied to the host in preflight; its argv names that copy.
     schedule = request["adaptive_config"] or None
     copy = AdaptiveCopy(src=schedule, dest=f"{host.run_dir}/{sweep_id}.adaptive.json") if schedule else None
-    settings = {**host.settings, "adaptive_config_path": copy and copy.dest}
-    slots = max(request["concurrency"])
+    # The levels size SGLang's capacity, the same on every config (engines._sglang_capacity).
+    levels = request["concurrency"]
+    settings = {**host.settings, "adaptive_config_path": copy and copy.dest, "levels": levels}
+    slots = max(levels)
     server: Server | None
     try:
         server = Server(**engine.server(settings))
