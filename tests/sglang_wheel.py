@@ -1,4 +1,5 @@
-"""SGLang 0.5.23's own source, from its PyPI wheel (downloaded once, never installed or imported).
+"""SGLang's own source (0.5.23, and older releases where a test asks), from its PyPI wheels
+(downloaded once, never installed or imported).
 
 The tests read its argument parsers and benchmark code to check what we pass it.
 """
@@ -25,32 +26,36 @@ from typing import Any
 
 from cachelock import cache_lock
 
-CACHE = Path(__file__).resolve().parents[1] / ".cache" / "sglang-0.5.23"
+ROOT = Path(__file__).resolve().parents[1] / ".cache"
+VERSION = "0.5.23"
+CACHE = ROOT / f"sglang-{VERSION}"
 
 
-def sglang_source(*parts: str) -> Path:
-    """The unpacked `sglang` package with at least `parts` (paths or folder prefixes in the wheel,
-    e.g. "sglang/srt/") present; returns the package folder."""
+def sglang_source(*parts: str, version: str = VERSION) -> Path:
+    """The unpacked `sglang` package of release `version` with at least `parts` (paths or folder
+    prefixes in the wheel, e.g. "sglang/srt/") present; returns the package folder."""
+    cache = ROOT / f"sglang-{version}"
     # A marker per part: a folder can exist with only the part of it an earlier caller asked for.
-    done = {p: CACHE / "extracted" / p.strip("/").replace("/", "%") for p in parts}
-    with cache_lock("sglang-0.5.23"):
-        _extract([p for p, marker in done.items() if not marker.exists()], done)
-    return CACHE / "sglang"
+    done = {p: cache / "extracted" / p.strip("/").replace("/", "%") for p in parts}
+    with cache_lock(f"sglang-{version}"):
+        _extract(version, [p for p, marker in done.items() if not marker.exists()], done)
+    return cache / "sglang"
 
 
-def _extract(missing: list[str], done: dict[str, Path]) -> None:
+def _extract(version: str, missing: list[str], done: dict[str, Path]) -> None:
     """Unpack the `missing` parts from the wheel (downloaded first if absent), marking each done."""
     if not missing:
         return
-    wheels = CACHE / "wheel"
-    if not list(wheels.glob("sglang-0.5.23-*.whl")):
+    cache = ROOT / f"sglang-{version}"
+    wheels = cache / "wheel"
+    if not list(wheels.glob(f"sglang-{version}-*.whl")):
         subprocess.run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--dest", str(wheels), "sglang==0.5.23"],
+             "--dest", str(wheels), f"sglang=={version}"],
             check=True,
         )  # fmt: skip
-    with zipfile.ZipFile(next(wheels.glob("sglang-0.5.23-*.whl"))) as whl:
-        whl.extractall(CACHE, [n for n in whl.namelist() if n.startswith(tuple(missing))])
+    with zipfile.ZipFile(next(wheels.glob(f"sglang-{version}-*.whl"))) as whl:
+        whl.extractall(cache, [n for n in whl.namelist() if n.startswith(tuple(missing))])
     for p in missing:
         done[p].parent.mkdir(exist_ok=True)
         done[p].touch()

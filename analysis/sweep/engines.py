@@ -286,9 +286,11 @@ def sglang_argv(config: Config, s: Settings, slots: int) -> list[str]:
     if config.overlap_schedule is False:
         argv.append("--disable-overlap-schedule")
     if config.adaptive:
-        # The server switches step counts per batch size from the schedule, starting at config.steps.
-        schedule = _text(s, "adaptive_config_path", required=True)
-        argv += ["--speculative-adaptive", "--speculative-adaptive-config", schedule]
+        # The server switches step counts per batch size from the schedule, starting at config.steps;
+        # without a schedule file, from SGLang's built-in one (DEFAULT_ADAPTIVE_CONFIG).
+        argv.append("--speculative-adaptive")
+        schedule = _text(s, "adaptive_config_path")
+        argv += ["--speculative-adaptive-config", schedule] if schedule else []
     fraction = _number(s, "mem_fraction_static", float, lambda x: 0 < x < 1, "a number between 0 and 1")
     if fraction is not None:
         argv += ["--mem-fraction-static", repr(fraction)]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.report import mix
+from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.config import AXES, NAME_RE, parse_id
 from analysis.workloads import traffic
 from analysis.workloads.shipped import SHIPPED
@@ -236,7 +237,11 @@ SETTINGS: tuple[Setting, ...] = (
         "nightly's: what deploy.yml put into production there)",
     ),
     Setting(
-        "adaptive_config", text, "", "SGLang adaptive schedule file (controller): adds config `adaptive`"
+        "adaptive_config",
+        text,
+        "",
+        f"SGLang adaptive schedule file (controller), or `{BUILTIN_SCHEDULE}` for SGLang's own: adds config "
+        "`adaptive`",
     ),
     # How each config is measured.
     Setting("concurrency", some_ints, [1], "concurrency levels, all measured on each launch"),
