@@ -232,10 +232,11 @@ _OTHER_GRAPH_FLAGS = (
 
 def _sglang_capacity(s: Settings, graph_bs_flag: str, own_max_bs: int | None) -> list[str]:
     """The same capacity on every config, the baseline included: every concurrency level of the sweep
-    runs at once and decodes in a CUDA graph of its size. Without these, SGLang runs a speculative
-    server at 48 requests at most and clamps its decode graphs to 48 (arg_groups/speculative_hook.py,
-    memory_hook.py, 0.5.23) while the baseline sizes both from GPU memory. An operator's own value
-    wins; a level above it is refused, naming both."""
+    runs at once and decodes in a CUDA graph of its size. Without these, SGLang 0.5.23 runs a
+    speculative server at 48 requests at most (arg_groups/speculative_hook.py), so its decode graphs
+    stop at 48 too (model_executor/runner/base_cuda_graph_runner.py caps them to the request pool),
+    while the baseline sizes both from GPU memory. An operator's own value wins; a level above it is
+    refused, naming both."""
     levels = sorted(set(s.get("levels") or ()))
     if not levels:
         return []
