@@ -28,6 +28,10 @@ UNSUPPORTED_FLAGS = {
 }
 
 
+# `-e adaptive_config=builtin`: SGLang's own schedule (DEFAULT_ADAPTIVE_CONFIG), no file.
+BUILTIN_SCHEDULE = "builtin"
+
+
 class ScheduleError(ValueError):
     """A schedule file SGLang would refuse; the message says why, as SGLang's loader does."""
 

@@ -1,19 +1,22 @@
 """Each engine's launch command: the exact argv (a list, never shell-joined) for one config on one host.
 
 An engine reads its role's variables (`llama_server_*`, `sglang_server_*`; the plan resolves them per
-host, with the role's defaults) under their short names. SGLang flags are checked against SGLang
-0.5.23's own argument definitions (tests/unit/fixtures/sglang_0.5.23_flags.txt); what makes a
-config valid lives in analysis.sweep.config, what makes a host's settings valid lives here.
+host, with the role's defaults) under their short names. SGLang flags are spelt for the host's
+release (analysis.sweep.sglang_releases) and checked against SGLang 0.5.23's own argument
+definitions (tests/unit/fixtures/sglang_0.5.23_flags.txt); what makes a config valid lives in
+analysis.sweep.config, what makes a host's settings valid lives here.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
+from analysis.sweep import sglang_releases
 from analysis.sweep.config import DRAFT_REQUIRED, Config, engine_problems
 
 Settings = Mapping[str, Any]
@@ -193,9 +196,88 @@ def _sglang_multinode(s: Settings) -> list[str]:
     return ["--nnodes", str(nnodes), "--node-rank", str(node_rank), "--dist-init-addr", addr]
 
 
+def _last_values(words: list[str], flags: tuple[str, ...]) -> list[str] | None:
+    """The value words of the last of `flags` in `words` (argparse keeps the last; `--f=v` too),
+    None when none is there."""
+    found = None
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in flags:
+            rest = words[i + 1 :]
+            found = [value] if eq else list(itertools.takewhile(lambda w: not w.startswith("-"), rest))
+    return found
+
+
+def _own_limit(s: Settings, flags: tuple[str, ...]) -> int | None:
+    """The largest value the operator gave one of `flags` in extra_args (None: not given)."""
+    values = _last_values(_words(s, "extra_args"), flags)
+    if values is None:
+        return None
+    try:
+        return max(int(v) for v in values)
+    except ValueError:
+        raise SettingError(f"extra_args: {flags[0]} needs integers, got {values!r}.") from None
+
+
+# The operator's own decode CUDA-graph sizes, in every spelling a 0.5.x release takes; a graph
+# config of another shape (--cuda-graph-config, --disable-cuda-graph, ...) is theirs, left alone.
+_OWN_GRAPH_FLAGS = (
+    "--cuda-graph-max-bs-decode", "--cuda-graph-bs-decode", "--cuda-graph-max-bs", "--cuda-graph-bs",
+)  # fmt: skip
+_OTHER_GRAPH_FLAGS = (
+    "--cuda-graph-config", "--disable-cuda-graph", "--disable-decode-cuda-graph",
+    "--cuda-graph-backend-decode",
+)  # fmt: skip
+
+
+def _sglang_capacity(s: Settings, graph_bs_flag: str, own_max_bs: int | None) -> list[str]:
+    """The same capacity on every config, the baseline included: every concurrency level of the sweep
+    runs at once and decodes in a CUDA graph of its size. Without these, SGLang 0.5.23 runs a
+    speculative server at 48 requests at most (arg_groups/speculative_hook.py), so its decode graphs
+    stop at 48 too (model_executor/runner/base_cuda_graph_runner.py caps them to the request pool),
+    while the baseline sizes both from GPU memory. An operator's own value wins; a level above it is
+    refused, naming both."""
+    levels = sorted(set(s.get("levels") or ()))
+    if not levels:
+        return []
+    top = levels[-1]
+    argv = []
+    running = _own_limit(s, ("--max-running-requests",))
+    if running is None:
+        argv += ["--max-running-requests", str(top)]
+    elif running < top:
+        raise SettingError(
+            f"extra_args: --max-running-requests {running} is below the sweep's concurrency level {top}: "
+            f"SGLang would queue what the client counts as running; raise it to {top} or drop the level."
+        )
+    graphs = _own_limit(s, _OWN_GRAPH_FLAGS)
+    if own_max_bs is not None and own_max_bs < top:
+        raise SettingError(
+            f"cuda_graph_max_bs_decode: {own_max_bs} is below the sweep's concurrency level {top}: larger "
+            f"decode batches run without CUDA graphs; raise it to {top} or leave it null (the sweep's levels "
+            "are then captured)."
+        )
+    if graphs is not None and graphs < top:
+        raise SettingError(
+            f"extra_args: decode CUDA graphs up to {graphs} ({'/'.join(_OWN_GRAPH_FLAGS[:2])}) are below "
+            f"the sweep's concurrency level {top}: larger decode batches run without CUDA graphs; raise it "
+            f"to {top}."
+        )
+    other = _last_values(_words(s, "extra_args"), _OTHER_GRAPH_FLAGS)
+    if own_max_bs is not None or graphs is not None or other is not None:
+        return argv  # the operator's own graphs
+    # Only the measured sizes (docs/gpu-hosts.md): a batch between two levels is padded up to the next.
+    return [*argv, graph_bs_flag, *map(str, levels)]
+
+
 def sglang_argv(config: Config, s: Settings, slots: int) -> list[str]:
-    """SGLang's server for one config (`slots` is the client's concurrency: SGLang batches itself)."""
+    """SGLang's server for one config (`slots` is the client's concurrency: SGLang batches itself, sized
+    by `_sglang_capacity` from the sweep's levels), with the flags of the host's release (`version`)."""
     del slots  # SGLang sizes its batches at run time
+    try:
+        release = sglang_releases.release(_text(s, "version") or sglang_releases.LAST_RELEASE)
+    except sglang_releases.ReleaseError as exc:
+        raise SettingError(f"version: {exc}.") from None
     argv = [_text(s, "python", required=True), "-m", "sglang.launch_server"]
     argv += ["--model-path", _text(s, "model_path", required=True)]
     tp_size = _number(s, "tp_size", int, lambda n: n >= 1, "an integer >= 1", required=True)
@@ -205,19 +287,22 @@ def sglang_argv(config: Config, s: Settings, slots: int) -> list[str]:
     if config.overlap_schedule is False:
         argv.append("--disable-overlap-schedule")
     if config.adaptive:
-        # The server switches step counts per batch size from the schedule, starting at config.steps.
-        schedule = _text(s, "adaptive_config_path", required=True)
-        argv += ["--speculative-adaptive", "--speculative-adaptive-config", schedule]
+        # The server switches step counts per batch size from the schedule, starting at config.steps;
+        # without a schedule file, from SGLang's built-in one (DEFAULT_ADAPTIVE_CONFIG).
+        argv.append("--speculative-adaptive")
+        schedule = _text(s, "adaptive_config_path")
+        argv += ["--speculative-adaptive-config", schedule] if schedule else []
     fraction = _number(s, "mem_fraction_static", float, lambda x: 0 < x < 1, "a number between 0 and 1")
     if fraction is not None:
         argv += ["--mem-fraction-static", repr(fraction)]
     backend = _text(s, "attention_backend")
     if backend is not None:
         argv += ["--attention-backend", backend]
-    # Not --cuda-graph-max-bs: in 0.5.23 that prefix is ambiguous (argparse exits 2).
+    # The release's own spelling: from 0.5.20 --cuda-graph-max-bs is an ambiguous prefix (exit 2).
     max_bs = _number(s, "cuda_graph_max_bs_decode", int, lambda n: n >= 1, "an integer >= 1")
     if max_bs is not None:
-        argv += ["--cuda-graph-max-bs-decode", str(max_bs)]
+        argv += [release.graph_max_bs_flag, str(max_bs)]
+    argv += _sglang_capacity(s, release.graph_bs_flag, max_bs)
     if _flag(s, "enable_metrics"):
         argv.append("--enable-metrics")
     api_key = _text(s, "api_key")
@@ -292,6 +377,7 @@ ENGINES = {
         (
             *_COMMON,
             "python",
+            "version",
             "draft_model_path",
             "speculative_algorithm",
             "tp_size",

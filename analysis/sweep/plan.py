@@ -18,8 +18,9 @@ from typing import Any
 import msgspec
 
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.sweep import adaptive, client, order
+from analysis.sweep import adaptive, client, order, sglang_releases
 from analysis.sweep import config as cfg
+from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
 from analysis.sweep.request import Request
@@ -81,10 +82,12 @@ def _host_plan(
     engine = ENGINES[host.engine]
     entries = []
     # The adaptive arm's schedule, copied to the host in preflight; its argv names that copy.
-    schedule = request["adaptive_config"] or None
+    schedule = request["adaptive_config"] if request["adaptive_config"] != BUILTIN_SCHEDULE else None
     copy = AdaptiveCopy(src=schedule, dest=f"{host.run_dir}/{sweep_id}.adaptive.json") if schedule else None
-    settings = {**host.settings, "adaptive_config_path": copy and copy.dest}
-    slots = max(request["concurrency"])
+    # The levels size SGLang's capacity, the same on every config (engines._sglang_capacity).
+    levels = request["concurrency"]
+    settings = {**host.settings, "adaptive_config_path": copy and copy.dest, "levels": levels}
+    slots = max(levels)
     server: Server | None
     benchmark = None
     try:
@@ -222,9 +225,10 @@ def build(
     except cfg.GridError as exc:
         errors.append(str(exc))
     if request["adaptive_config"] and not errors:
-        adaptive_configs, refusals = _adaptive_arm(request, hosts)
+        adaptive_configs, refusals, notes = _adaptive_arm(request, hosts)
         configs += adaptive_configs
         errors += refusals
+        warnings += notes
     errors += _search_problems(request, configs)
     errors += _race_problems(request)
     own, refusals = _host_configs(request, configs, hosts)
@@ -326,21 +330,78 @@ def _context_tokens(hosts: Mapping[str, HostInput]) -> int | None:
     return min(sizes, default=None)
 
 
-def _adaptive_arm(request: Request, hosts: Mapping[str, HostInput]) -> tuple[list[cfg.Config], list[str]]:
-    """The `adaptive` config of each env profile, or why SGLang would refuse it on these hosts."""
-    try:
-        start = adaptive.start_steps(adaptive.load(request["adaptive_config"]))
-    except adaptive.ScheduleError as exc:
-        return [], [f"adaptive_config: {exc}"]
-    refusals = []
+def _adaptive_arm(
+    request: Request, hosts: Mapping[str, HostInput]
+) -> tuple[list[cfg.Config], list[str], list[str]]:
+    """The `adaptive` config of each env profile, or why SGLang would refuse it on these hosts, and
+    what the operator should know of its schedule (from which batch size it stops speculating)."""
+    given = request["adaptive_config"]
+    refusals, schedules = [], {}
     for h in hosts.values():
         algorithm = request["algorithm"] or str(h.settings.get("speculative_algorithm") or "").upper() or None
         extra = [str(a) for a in h.settings.get("extra_args") or []]
         refusals += adaptive.problems(h.engine, algorithm, request["topk"], extra)
+        if h.engine == "sglang":
+            problem, schedules[h.name] = _host_schedule(h, given)
+            refusals += [problem] if problem else []
+    if refusals:
+        return [], list(dict.fromkeys(refusals)), []
+    found = {json.dumps(s, sort_keys=True): s for s in schedules.values()}
+    if len(found) > 1:
+        differ = f"adaptive_config: {given}: the hosts' SGLang releases differ in it; give a schedule file"
+        return [], [differ], []
+    (schedule,) = found.values() or [{}]
+    try:
+        start = adaptive.start_steps(schedule)
+    except adaptive.ScheduleError as exc:
+        return [], [f"adaptive_config: {exc}"], []
     profiles = request["env_profiles"] or [cfg.DEFAULT_PROFILE]
     algorithm = request["algorithm"] or None
     configs = [cfg.make(start, 1, start + 1, algorithm, p, adaptive=True) for p in profiles]
-    return configs, list(dict.fromkeys(refusals))
+    return configs, [], _schedule_notes(given, schedule, request["concurrency"])
+
+
+def _host_schedule(host: HostInput, given: str) -> tuple[str | None, dict[str, Any]]:
+    """The adaptive schedule this host's SGLang would follow (the file, or its release's built-in
+    one), and why it cannot: a release without a per-batch-size schedule, or keys it never reads."""
+    version = str(host.settings.get("version") or sglang_releases.LAST_RELEASE)
+    try:
+        row = sglang_releases.release(version)
+        schedule = (
+            {str(k): {"candidate_steps": list(v)} for k, v in row.builtin_schedule.items()}
+            if given == BUILTIN_SCHEDULE
+            else adaptive.load(given)
+        )
+    except (sglang_releases.ReleaseError, adaptive.ScheduleError) as exc:
+        return f"adaptive_config: {host.name}: {exc}", {}
+    if not row.adaptive_keys:
+        none = f"adaptive_config: SGLang {version} on {host.name} has no per-batch-size schedule"
+        return f"{none} ({row.source})", {}
+    ignored = sglang_releases.ignored_keys(version, schedule)
+    if ignored:
+        read = ", ".join(sorted(row.adaptive_keys | row.adaptive_top_keys))
+        return (
+            f"adaptive_config: SGLang {version} on {host.name} would ignore {', '.join(ignored)} of {given} "
+            f"(it reads batch-size keys with {read}: {row.source})"
+        ), {}
+    return None, schedule
+
+
+def _schedule_notes(given: str, schedule: dict[str, Any], levels: list[int]) -> list[str]:
+    """From which batch size the schedule only has 0 steps (no speculation), and the levels it hits."""
+    stops = sglang_releases.stops_speculating_at(
+        {int(k): tuple(e["candidate_steps"]) for k, e in schedule.items() if k.isdigit()}
+    )
+    if stops is None:
+        return []
+    whose = (
+        "SGLang's built-in adaptive schedule (speculative/adaptive_spec_params.py DEFAULT_ADAPTIVE_CONFIG)"
+        if given == BUILTIN_SCHEDULE
+        else f"the adaptive schedule {given}"
+    )
+    hit = [n for n in levels if n >= stops]
+    at = f": at concurrency {', '.join(map(str, hit))} the adaptive arm runs the baseline" if hit else ""
+    return [f"adaptive: {whose} stops speculating at batch >= {stops}{at}"]
 
 
 def _search_problems(request: Request, configs: list[cfg.Config]) -> list[str]:

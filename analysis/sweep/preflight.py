@@ -9,8 +9,12 @@ roles hand them to the specsweep_preflight filters.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from analysis.redact import redact_argv
+from analysis.sweep import sglang_releases
 
 # The llama.cpp server's package among llama_server_packages: its pin is the engine's version.
 LLAMA_CPP_PACKAGE = "xllamacpp"
@@ -66,3 +70,44 @@ def target_identity(identities: Sequence[Any], model_path: str | None) -> Any:
     the model itself was checked; None for a repo id (the first would then be the draft's)."""
     checked = local_checkpoints([model_path])
     return identities[0] if checked and identities else None
+
+
+def sglang_check_input(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What roles/sglang_server/files/specsweep_sglang_check.py reads on the host: each planned
+    config's flags (after `python -m sglang.launch_server`), the API key redacted (it parses alike)."""
+    return {"argvs": {e["config"]["id"]: redact_argv(e["argv"])[3:] for e in entries}}
+
+
+def sglang_found(checked: Mapping[str, Any], on: Mapping[str, Any]) -> dict[str, Any]:
+    """The version, git SHA and problems of the host's SGLang check (`checked`: the registered
+    command; skipped when the host had problems already, or nothing to check), for `on` (host,
+    the version the plan was spelt for)."""
+    if checked.get("skipped"):
+        return {"version": None, "git_sha": None, "problems": []}
+    found = json.loads(checked["stdout"])
+    problems = sglang_check_problems(found, str(on["host"]), on.get("version"))
+    return {"version": found.get("version"), "git_sha": found.get("git_sha"), "problems": problems}
+
+
+def sglang_check_problems(found: Mapping[str, Any], host: str, version: str | None) -> list[str]:
+    """Why the host's own SGLang refuses the plan: it cannot be imported, it is another release than
+    the argv was spelt for (`version`, sglang_server_version), or it refuses a config's argv (naming
+    the config, the flag and SGLang's own message)."""
+    if found.get("error"):
+        return [f"sglang_server_python: {host}: SGLang's parser cannot be imported: {found['error']}"]
+    has = str(found.get("version"))
+    planned = version or sglang_releases.LAST_RELEASE
+    try:
+        differs = sglang_releases.release(has) != sglang_releases.release(planned)
+    except sglang_releases.ReleaseError as exc:
+        return [f"sglang_server_version: {host}: {exc}"]
+    if differs:
+        return [
+            f"sglang_server_version: {host} runs SGLang {has}, whose flags differ from those of {planned} "
+            f"the plan was spelt for; set sglang_server_version: {has} for this host"
+        ]
+    return [
+        f"{host}: {config_id}: SGLang {has} refuses {why['flag'] or 'the argv'}: {why['message']}"
+        for config_id, why in (found.get("results") or {}).items()
+        if why
+    ]

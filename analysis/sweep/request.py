@@ -17,6 +17,7 @@ from functools import partial
 from typing import Any
 
 from analysis.sweep import mix
+from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.config import AXES, NAME_RE, parse_id
 from analysis.workloads import traffic
 from analysis.workloads.shipped import SHIPPED
@@ -244,7 +245,11 @@ SETTINGS: tuple[Setting, ...] = (
         "nightly's: what deploy.yml put into production there)",
     ),
     Setting(
-        "adaptive_config", text, "", "SGLang adaptive schedule file (controller): adds config `adaptive`"
+        "adaptive_config",
+        text,
+        "",
+        f"SGLang adaptive schedule file (controller), or `{BUILTIN_SCHEDULE}` for SGLang's own: adds config "
+        "`adaptive`",
     ),
     # How each config is measured.
     Setting("concurrency", some_ints, [1], "concurrency levels, all measured on each launch"),

@@ -11,6 +11,8 @@ from analysis.sweep.preflight import (
     llama_cpp_version,
     local_checkpoints,
     pip_install_argv,
+    sglang_check_input,
+    sglang_found,
     target_identity,
     version_argv,
 )
@@ -27,4 +29,6 @@ class FilterModule:
             "specsweep_pip_install_argv": pip_install_argv,
             "specsweep_local_checkpoints": local_checkpoints,
             "specsweep_target_identity": target_identity,
+            "specsweep_sglang_check_input": sglang_check_input,
+            "specsweep_sglang_found": sglang_found,
         }

@@ -101,6 +101,8 @@ def test_the_filters_hand_the_roles_these_functions() -> None:
         "specsweep_pip_install_argv": preflight.pip_install_argv,
         "specsweep_local_checkpoints": preflight.local_checkpoints,
         "specsweep_target_identity": preflight.target_identity,
+        "specsweep_sglang_check_input": preflight.sglang_check_input,
+        "specsweep_sglang_found": preflight.sglang_found,
     }
 
 

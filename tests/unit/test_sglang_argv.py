@@ -16,6 +16,7 @@ algorithm names are checked against the real source on every run.
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
@@ -233,7 +234,9 @@ def assert_sglang_accepts(argv: list[str]) -> None:
         assert not value.startswith("--"), f"{flag} got no value"
         if kind in ("int", "float"):
             {"int": int, "float": float}[kind](value)
-        i += 2
+        # A list (nargs) takes every word up to the next flag.
+        more = itertools.takewhile(lambda w: not w.startswith("--"), rest[i + 2 :])
+        i += 2 + (len(list(more)) if kind == "list" else 0)
 
 
 # --------------------------------------------------------------------------------------

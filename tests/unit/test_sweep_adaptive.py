@@ -14,7 +14,7 @@ from test_sweep_plan import IDENTITY, SGLANG, llama
 
 from analysis.sweep import adaptive, plan, request
 
-SCHEDULE = {"1": {"candidate_steps": [1, 3, 5]}, "8": {"candidate_steps": [0, 1]}, "note": "not a batch size"}
+SCHEDULE = {"1": {"candidate_steps": [1, 3, 5]}, "8": {"candidate_steps": [0, 1]}}
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,7 @@ def build(tmp_path: Path, hosts: list[plan.HostInput], **given: Any) -> dict[str
     "schedule",
     [
         SCHEDULE,
+        {**SCHEDULE, "note": "not a batch size"},  # loaded, but the plan refuses what SGLang ignores
         {"1": {"candidate_steps": [2]}},
         {"notes": {}},  # no batch-size key
         {"1": {"candidate_steps": []}},

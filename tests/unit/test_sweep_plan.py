@@ -227,10 +227,12 @@ def test_describe_prints_a_command_line_per_host_and_config(tmp_path: Path) -> N
     assert lines[2] == "g0 (sglang):"
     assert lines[3] == (
         "  baseline: NCCL_X='a b' /opt/sglang/bin/python -m sglang.launch_server --model-path "
-        "/models/Kimi-K2.5-int4 --tp-size 8 --host 127.0.0.1 --port 30000"
+        "/models/Kimi-K2.5-int4 --tp-size 8 --host 127.0.0.1 --port 30000 --max-running-requests 1 "
+        "--cuda-graph-bs-decode 1"
     )
     assert lines[4].startswith("  s2-k2-d4: NCCL_X='a b' /opt/sglang/bin/python ")
-    assert lines[4].endswith(" --speculative-eagle-topk 2 --speculative-num-draft-tokens 4")
+    capacity = " --max-running-requests 1 --cuda-graph-bs-decode 1"
+    assert lines[4].endswith(" --speculative-eagle-topk 2 --speculative-num-draft-tokens 4" + capacity)
     assert lines[5].startswith(
         "  client: /usr/bin/python3 /var/tmp/specsweep/bench/specsweep_bench.py --engine=sglang "
     )
