@@ -27,6 +27,7 @@ RUN_COLUMNS = [
     "itl_s", "itl_p99_s", "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
     "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
     "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
+    "server_running", "server_queued", "server_queued_max",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
@@ -40,7 +41,7 @@ INT_COLUMNS = [
 FLOAT_COLUMNS = [
     "started_at", "duration_s", "decode_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
     "accept_length", "accept_rate", "step_time_ms", "e2e_s", "achieved_concurrency",
-    "window_output_tokens", "window_requests",
+    "window_output_tokens", "window_requests", "server_running", "server_queued", "server_queued_max",
 ]  # fmt: skip
 BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]
 # Few distinct values over many rows: categories keep the frames (and the cache) small.

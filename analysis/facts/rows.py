@@ -120,6 +120,10 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
             "window_output_tokens": r.window_output_tokens,
             "window_requests": r.window_requests,
             "interfered": r.interference is not None and r.interference.flagged,
+            # The server's own count over the window (None: the engine gave none).
+            "server_running": None if r.server_load is None else r.server_load.running_mean,
+            "server_queued": None if r.server_load is None else r.server_load.queued_mean,
+            "server_queued_max": None if r.server_load is None else r.server_load.queued_max,
         }
         for i, r in enumerate(fact.runs)
     ]

@@ -114,6 +114,24 @@ class Interference(_Part, kw_only=True):
     reason: str | None = None  # one phrase for the table when flagged
 
 
+class ServerLoad(_Part, kw_only=True):
+    """The server's own count of requests over one run's measured window, sampled from its metrics
+    endpoint every `interval_s` (roles/benchmark/files/specsweep_serverload.py, which cites each
+    engine's source): the client counts what it sent, the server says how many of those it ran and
+    how many waited in its queue (SGLang caps running requests at 48 with speculation; llama-server
+    has -np slots). None on a run: no server figure (no metrics, or no sample inside the window)."""
+
+    running_metric: str  # sglang:num_running_reqs, llamacpp:requests_processing
+    queued_metric: str  # sglang:num_queue_reqs, llamacpp:requests_deferred
+    interval_s: float
+    samples: int  # taken inside the window
+    running_mean: float
+    running_median: float
+    running_max: float
+    queued_mean: float
+    queued_max: float
+
+
 class RequestResult(_Part, kw_only=True):
     """One streamed request as the on-host client measured it."""
 
@@ -151,6 +169,7 @@ class Run(_Part, kw_only=True):
     window_end_at: float | None = None
     window_output_tokens: float | None = None
     window_requests: float | None = None
+    server_load: ServerLoad | None = None
 
 
 class WorkloadSet(_Part, kw_only=True):

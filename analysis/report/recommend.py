@@ -115,9 +115,12 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
     )
     counts = counts.reset_index()
     # A level some config did not hold is not reported as met (the step table marks the rows).
-    reached = t.groupby(LEVEL, dropna=False, sort=False)["level_reached"].agg(_all_known).reset_index()
+    reached = t.groupby(LEVEL, dropna=False, sort=False).agg(
+        level_reached=("level_reached", _all_known), queued=("queued", _any_known)
+    )
+    reached = reached.reset_index()
     out = t[LEVEL].drop_duplicates().merge(t.loc[chosen, [*LEVEL, *_PICKED]], on=LEVEL, how="left")
-    for part in (within, passed, counts, reached):
+    for part in (within, passed, counts, reached, _queued_text(t)):
         out = out.merge(part, on=LEVEL, how="left")
     out = out.merge(_verdicts(t), on=LEVEL, how="left")
     out["within_noise"] = [w if isinstance(w, list) else [] for w in out["within_noise"]]
@@ -128,7 +131,7 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
 _PICKED = [
     "config", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "meets_sla", "goodput_rps",
     "total_tps", "user_tps", "ttft_p99_ms", "itl_p99_ms", "verdict", "launches", "ci_basis",
-    "achieved_concurrency",
+    "achieved_concurrency", "server_running",
 ]  # fmt: skip
 VERDICT_KEYS = ["verdict", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "launches", "ci_basis"]
 
@@ -148,6 +151,20 @@ def _all_known(flags: pd.Series) -> object:
     return pd.NA if known.empty else bool(known.all())
 
 
+def _queued_text(t: pd.DataFrame) -> pd.DataFrame:
+    """Per level, the configs whose server queued part of it, as `s2 (16.0 on average)`."""
+    q = t[t["queued"].fillna(False).astype(bool)]
+    said = q["config"].astype(str) + " (" + q["server_queued"].map("{:.1f}".format) + " on average)"
+    by = said.groupby([q[k] for k in LEVEL], dropna=False, sort=False).agg(", ".join)
+    return by.rename("queued_text").reset_index()
+
+
+def _any_known(flags: pd.Series) -> object:
+    """Whether some row that knows it says so; <NA> when none knows."""
+    known = flags.dropna()
+    return pd.NA if known.empty else bool(known.any())
+
+
 def _pct(value: float) -> str:
     """A signed percentage with one decimal."""
     return f"{value:+.1f}"
@@ -164,9 +181,13 @@ def _reason(r: dict[str, Any]) -> str:
     why = _why(r)
     reached = r.get("level_reached")
     if reached is not None and not pd.isna(reached) and not reached:
-        held = r.get("achieved_concurrency")
+        # The server's running count where it gave one (as the table's in flight), else the client's.
+        held = r.get("server_running")
+        held = held if isinstance(held, float) and held == held else r.get("achieved_concurrency")
         held = f"{held:.1f}" if isinstance(held, float) and held == held else "fewer"
         why += f"; level not reached: {held} of {r['concurrency']:g} in flight on average"
+    if isinstance(r.get("queued_text"), str):
+        why += f"; the server queued requests of {r['queued_text']}"
     return why
 
 

@@ -9,14 +9,16 @@ why), the object itself when there is one group, a list of them when there are s
      "by_concurrency": {"1": {"config", "tok_s", "speedup_ci", "within_noise", "meets_sla",
                               "goodput_rps", "speedup_pct", "total_tok_s", "per_user_tok_s",
                               "reason", "adaptive", "level_reached", "achieved_concurrency",
-                              "verdict", "launches", "ci_basis",
+                              "server_running", "queued", "verdict", "launches", "ci_basis",
                               "configs": {"<config>": {"verdict", "speedup_pct", "speedup_ci",
                                                       "launches", "ci_basis"}, ...}}, ...}}
 tok_s is the median decode tok/s per request (the report's tok/s), speedup_ci the 95% interval of
 the speedup over the baseline in % (null for the baseline itself), meets_sla and goodput_rps null
 without an SLA, adaptive null where no adaptive arm was measured at that level; level_reached
 false where a config held under 90% of the level's concurrency in flight (null: not measured),
-achieved_concurrency the chosen config's mean in flight.
+achieved_concurrency the chosen config's mean in flight as the client sent them, server_running as
+the server ran them (null: the engine gave no count; level_reached uses it where given), queued true
+where some config's server kept over 10% of the level in its queue (docs/results.md).
 verdict: better | worse | within_noise against the baseline (null for the baseline itself);
 launches: the launches behind it (the fewer side's); ci_basis: launches (interval over launch means),
 launch_var (one launch, widened by the launch-to-launch variance this sweep measured), within_launch
@@ -124,6 +126,9 @@ def _level(r: dict[str, Any], arm: dict[str, Any] | None) -> dict[str, Any]:
         # false: some config did not hold this level (docs/load.md); null: not measured
         "level_reached": _flag(r["level_reached"]),
         "achieved_concurrency": _number(r["achieved_concurrency"]),
+        "server_running": _number(r["server_running"]),
+        # true: the server queued some of the level (docs/results.md); null: no server count
+        "queued": _flag(r["queued"]),
     }
 
 

@@ -69,12 +69,19 @@ LEGEND: list[tuple[str, tuple[str, ...], str]] = [
     (
         "in flight",
         (),
-        "in flight: mean requests in flight over the measured window",
+        "in flight: mean requests in flight over the measured window, as the server counted them running "
+        "where its metrics said (else as the client sent them)",
     ),
     (
         "in flight",
         ("<",),
         "< not reached: under 90% of the level",
+    ),
+    (
+        "in flight",
+        ("q",),
+        "q queued: the server kept over 10% of the level waiting in its queue, requests the client "
+        "counted in flight",
     ),
 ]
 PROFILE_NOTE = "per env profile: median decode tok/s"
@@ -221,9 +228,15 @@ def _failures(t: pd.DataFrame) -> list[str]:
 
 
 def _in_flight(t: pd.DataFrame) -> list[str]:
-    """Mean requests in flight over the window, `<` where the level was not reached."""
-    pairs = zip(num(t["achieved_concurrency"], ".1f"), t["level_reached"].tolist(), strict=True)
-    return [held + (" <" if reached is False else "") for held, reached in pairs]
+    """Mean requests in flight over the window (the server's running count where it gave one), `<`
+    where the level was not reached, `q` where the server queued some of it."""
+    held = num(t["server_running"].fillna(t["achieved_concurrency"]), ".1f")
+    rows = zip(held, t["level_reached"].tolist(), t["queued"].tolist(), strict=True)
+    out = []
+    for shown, reached, queued in rows:
+        marks = ("<" if reached is False else "") + ("q" if queued is True else "")
+        out.append(f"{shown} {marks}" if marks else shown)
+    return out
 
 
 # (header, right-aligned?, how to make the column's cells from the step table)

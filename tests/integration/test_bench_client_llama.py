@@ -49,11 +49,12 @@ def health_status(url: str) -> int | None:
 
 @pytest.fixture(scope="session")
 def llama_url(tmp_path_factory: pytest.TempPathFactory, local_engine) -> Iterator[str]:
-    """URL of a real llama.cpp server (ngram-mod, n-max 4), stopped at session end."""
+    """URL of a real llama.cpp server (ngram-mod, n-max 4; one slot, so a second request in flight
+    waits for it; /metrics on), stopped at session end."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     argv = [str(local_engine.python), str(LAUNCHER), "-m", str(local_engine.model), "--host", "127.0.0.1",
-            "--port", str(port), "-t", "1", "-c", "2048", "-np", "1", "--spec-type", "ngram-mod",
+            "--port", str(port), "-t", "1", "-c", "2048", "-np", "1", "--metrics", "--spec-type", "ngram-mod",
             "--spec-ngram-mod-n-match", "4", "--spec-ngram-mod-n-min", "1",
             "--spec-ngram-mod-n-max", "4"]  # fmt: skip
     log = tmp_path_factory.mktemp("llama") / "server.log"
@@ -107,6 +108,17 @@ def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_pa
         # 4 sent; at concurrency 2 the first (ramp) and the last (drain) are left out.
         assert run.requests_sent == 4 and len(run.requests) == 4 - 2 * (run.concurrency - 1), run
         assert run.achieved_concurrency is not None and run.achieved_concurrency > 0.9 * run.concurrency
+        # The server's own count (llamacpp:requests_processing / requests_deferred): its one slot
+        # ran one request at a time, and at concurrency 2 the other waited, as the client did not see.
+        load = run.server_load
+        assert load is not None and load.samples >= 2, run
+        assert (load.running_metric, load.queued_metric) == ("llamacpp:requests_processing",
+                                                             "llamacpp:requests_deferred")  # fmt: skip
+        assert load.running_max == 1 and load.running_mean > 0.5, load
+        if run.concurrency == 1:
+            assert load.queued_max == 0, load
+        else:
+            assert load.queued_max == 1 and load.queued_mean > 0.5, load
         for req in run.requests:
             seen = f"{req.prompt_id}: {req}"
             assert req.error is None, seen

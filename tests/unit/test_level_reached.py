@@ -12,6 +12,7 @@ from factories import config, fact, run, write_sweep
 
 from analysis import cli
 from analysis.facts.load import load_sweeps
+from analysis.facts.schema import ServerLoad
 from analysis.report.cli import build_tables
 from analysis.report.compare import REACHED
 from analysis.report.render import render
@@ -79,3 +80,61 @@ def test_facts_without_the_figure_are_unknown_not_unreached(
     assert cli.main(["recommend", str(sweep), "--format", "json"]) == 0
     level = json.loads(capsys.readouterr().out)["by_concurrency"]["4"]
     assert (level["level_reached"], level["achieved_concurrency"]) == (None, None)
+
+
+def server_facts(server: dict[str, tuple[float, float] | None]) -> list:
+    """Baseline and s2 at level 2, the client holding 2 in flight in both repeats; each config's
+    server counted (running, queued) as given (None: no server figure)."""
+
+    def load(counts: tuple[float, float] | None) -> ServerLoad | None:
+        if counts is None:
+            return None
+        running, queued = counts
+        metrics = {"running_metric": "llamacpp:requests_processing",
+                   "queued_metric": "llamacpp:requests_deferred"}  # fmt: skip
+        return ServerLoad(**metrics, interval_s=0.5, samples=8, running_mean=running, running_median=running,
+                          running_max=running, queued_mean=queued, queued_max=queued)  # fmt: skip
+
+    return [
+        fact(cfg, [
+            msgspec.structs.replace(run([tps, tps], repeat=r, concurrency=2), achieved_concurrency=2.0,
+                                    server_load=load(server[cfg.id]))
+            for r in range(2)
+        ])
+        for cfg, tps in ((config(), 100.0), (config(2), 120.0))
+    ]  # fmt: skip
+
+
+def test_a_level_the_server_queued_is_marked_with_the_servers_figure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The client held 2 in flight on both; s2's server ran 1 and queued 1 (fewer slots than the
+    # level: what SGLang's cap of 48 does at level 64), the baseline's ran both.
+    sweep = write_sweep(tmp_path, server_facts({"baseline": (2.0, 0.0), "s2": (1.0, 1.0)}))
+    tables = build_tables(load_sweeps([sweep]))
+    step = tables.step.set_index("config")
+    assert step.loc["s2", "achieved_concurrency"] == pytest.approx(2.0)  # the client's, as before
+    assert (step.loc["s2", "server_running"], step.loc["s2", "server_queued"]) == (1.0, 1.0)
+    assert step.loc["s2", "level_reached"] == False  # noqa: E712 - the server's figure decides
+    assert step.loc["s2", "queued"] == True  # noqa: E712
+    assert step.loc["baseline", "level_reached"] == True  # noqa: E712
+    assert step.loc["baseline", "queued"] == False  # noqa: E712
+    text = render(tables, "text")
+    rows = {w: line for line in text.splitlines() for w in line.split()[:2] if w in ("baseline", "s2")}
+    assert "1.0 <q" in rows["s2"] and "2.0" in rows["baseline"] and "<" not in rows["baseline"]
+    assert "q queued: the server kept over 10% of the level waiting in its queue" in text
+    records = {r["config"]: r for r in json.loads(render(tables, "json"))}
+    assert (records["s2"]["queued"], records["s2"]["server_queued_max"]) == (True, 1.0)
+    assert (records["baseline"]["queued"], records["baseline"]["server_running"]) == (False, 2.0)
+    assert cli.main(["recommend", str(sweep), "--format", "json"]) == 0
+    level = json.loads(capsys.readouterr().out)["by_concurrency"]["2"]
+    assert (level["level_reached"], level["queued"]) == (False, True)
+    assert level["reason"].endswith("; the server queued requests of s2 (1.0 on average)"), level["reason"]
+
+
+def test_without_a_server_figure_the_clients_count_stands_and_nothing_is_queued(tmp_path: Path) -> None:
+    tables = build_tables(load_sweeps([write_sweep(tmp_path, server_facts({"baseline": None, "s2": None}))]))
+    assert tables.step["server_running"].isna().all() and tables.step["queued"].isna().all()
+    assert tables.step["level_reached"].all()
+    table = render(tables, "text").split("* best")[0]
+    assert "2.0" in table and "<" not in table and " q" not in table

@@ -19,7 +19,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Optional
 
-import specsweep_interference  # beside this script on the host (the benchmark role copies both)
+import specsweep_interference  # beside this script on the host (the benchmark role copies them)
+import specsweep_serverload
 
 CLIENT = "specsweep-bench/1"
 DONE = object()  # the SSE `data: [DONE]` terminator
@@ -690,6 +691,7 @@ def main(argv: list[str] | None = None) -> int:
     level: Doc = {}
     emit_when_stopped(runs, level, args.output)
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
+    probe = specsweep_serverload.Probe(args.engine, client.host, client.port, client.headers)
     groups = by_workload(prompts)
     for workload, records in groups:
         for conc in args.concurrency:
@@ -701,8 +703,12 @@ def main(argv: list[str] | None = None) -> int:
                 level.update(concurrency=conc, repeat=repeat, workload=workload)
                 key = level_key(args.seed, conc, repeat) + ("" if workload is None else f"/{workload}")
                 watch.begin()
+                probe.start()
                 run = {"repeat": repeat, **run_level(work, records, load, key)}
+                probe.stop()
                 run["interference"] = watch.end()
+                # The server's running and queued requests inside the window (None: no figure).
+                run["server_load"] = probe.window(run["window_start_at"], run["window_end_at"])
                 if workload is not None:
                     run["workload"] = workload
                 if all(r["error"] for r in run["requests"]):
