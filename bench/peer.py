@@ -109,7 +109,9 @@ def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurre
             "--concurrency", str(concurrency), "--warmup-request-count", "1", "--tokenizer", str(tokenizer),
             "--use-server-token-count", "--connection-reuse-strategy", "never", "--ui-type", "none",
             "--extra-inputs", json.dumps(extra), "--output-artifact-dir", str(out)]  # fmt: skip
-    subprocess.run(argv, capture_output=True, text=True, check=True, cwd=work)
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=work)
+    if done.returncode != 0:
+        raise SystemExit(f"aiperf failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
     m = json.loads((out / "profile_export_aiperf.json").read_text())
     return {
         "ttft_ms": m["time_to_first_token"]["p50"],
