@@ -59,14 +59,17 @@ class Slots(threading.Thread):
         return (busy[0], busy[-1]) if busy else (since, since)
 
 
-def start_server(python: Path, model: Path, slots: int, log: Path) -> tuple[subprocess.Popen, str]:
-    """The demo's llama-server with `slots` slots; returns it once /health answers 200."""
+def start_server(
+    python: Path, model: Path, slots: int, log: Path, extra: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
+    """The demo's llama-server with `slots` slots (and `extra` flags, e.g. a draft); returns it once
+    /health answers 200."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"http://127.0.0.1:{port}"
     argv = [str(python), str(LAUNCHER), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-            "-t", "1", "-c", str(1024 * slots), "-np", str(slots)]  # fmt: skip
+            "-t", "1", "-c", str(1024 * slots), "-np", str(slots), *extra]  # fmt: skip
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 120

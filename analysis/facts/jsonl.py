@@ -95,8 +95,10 @@ def _serving(line: dict[str, Any]) -> Row:
         "decode_tps": tps,
         "ttft_s": _ms(line, "median_ttft_ms"),
         "ttft_p99_s": _ms(line, "p99_ttft_ms"),
-        "itl_s": _ms(line, "median_itl_ms"),
-        "itl_p99_s": _ms(line, "p99_itl_ms"),
+        "tpot_s": _ms(line, "median_tpot_ms"),
+        "tpot_p99_s": _ms(line, "p99_tpot_ms"),
+        "e2e_s": _ms(line, "median_e2e_latency_ms"),
+        "e2e_p99_s": _ms(line, "p99_e2e_latency_ms"),
         "output_tokens": line.get("total_output_tokens"),
         "accept_length": _num(line, "accept_length"),
         "message": errors[0] if errors else None,
@@ -117,7 +119,7 @@ def _one_batch(line: dict[str, Any]) -> Row:
         "n_errors": 0,
         "decode_tps": None if throughput is None else throughput / batch,
         "ttft_s": _num(line, "last_ttft"),
-        "itl_s": _ms(line, "itl_ms"),
+        "tpot_s": _ms(line, "itl_ms"),  # one batch decoding together: its step time per token
         "output_tokens": batch * output_len if isinstance(output_len, int) else None,
         "accept_length": _num(line, "acc_length"),
     }

@@ -19,12 +19,17 @@ from analysis.facts.rows import Row, request_columns, run_rows
 from analysis.facts.schema import Fact, decode_fact
 from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
+# A run's latency figures (analysis.facts.rows.run_numbers): p50 (no suffix), p90, p99.
+LATENCY_COLUMNS = [
+    "ttft_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p90_s", "tpot_p99_s", "e2e_s", "e2e_p90_s",
+    "e2e_p99_s", "chunk_gap_s", "chunk_gap_p99_s",
+]  # fmt: skip
 # A run row: where it came from, its config's columns (analysis.sweep.config), what it measured.
 RUN_COLUMNS = [
     "path", "source", "sweep_id", "host", "engine", "engine_version", "model", "config_id",
     *COLUMNS, "status", "started_at", "concurrency", "repeat", "duration_s", "n_requests",
-    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "ttft_s", "ttft_p99_s",
-    "itl_s", "itl_p99_s", "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
+    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", *LATENCY_COLUMNS,
+    "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
     "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
     "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
     "server_running", "server_queued", "server_queued_max",
@@ -39,8 +44,8 @@ INT_COLUMNS = [
     "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index", "launch_index",
 ]  # fmt: skip
 FLOAT_COLUMNS = [
-    "started_at", "duration_s", "decode_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
-    "accept_length", "accept_rate", "step_time_ms", "e2e_s", "achieved_concurrency",
+    "started_at", "duration_s", "decode_tps", *LATENCY_COLUMNS,
+    "accept_length", "accept_rate", "step_time_ms", "achieved_concurrency",
     "window_output_tokens", "window_requests", "server_running", "server_queued", "server_queued_max",
 ]  # fmt: skip
 BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]

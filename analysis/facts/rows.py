@@ -16,6 +16,7 @@ from analysis.facts.schema import Fact, Run
 from analysis.sweep.config import COLUMNS
 
 Row = dict[str, Any]
+LEVELS = (0.5, 0.9, 0.99)  # the percentiles of each latency: p50, p90, p99
 
 
 def quantiles(values: Iterable[float], *qs: float) -> list[float | None]:
@@ -67,12 +68,23 @@ def _meta(path: str, fact: Fact) -> Row:
     }
 
 
+def tpot_s(output_tokens: int, ttft_s: float, e2e_s: float) -> float | None:
+    """Per-token latency of one request: (e2e - TTFT) / (output tokens - 1), vLLM bench's TPOT and
+    AIPerf's inter-token latency; None below two tokens (docs/results.md)."""
+    return (e2e_s - ttft_s) / (output_tokens - 1) if output_tokens > 1 else None
+
+
 def run_numbers(run: Run) -> Row:
-    """Counts, medians and p99s of one run; errored requests add no numbers."""
+    """Counts and p50 / p90 / p99 of one run; errored requests add no numbers."""
     ok = [q for q in run.requests if q.error is None]
     errors = [q.error for q in run.requests if q.error is not None]
-    ttft, ttft_p99 = quantiles((q.ttft_s for q in ok), 0.5, 0.99)
-    itl, itl_p99 = quantiles(itertools.chain.from_iterable(q.itl_s for q in ok), 0.5, 0.99)
+    ttft, ttft_p90, ttft_p99 = quantiles((q.ttft_s for q in ok), *LEVELS)
+    per_token = (tpot_s(q.output_tokens, q.ttft_s, q.e2e_s) for q in ok)
+    tpot, tpot_p90, tpot_p99 = quantiles((t for t in per_token if t is not None), *LEVELS)
+    e2e, e2e_p90, e2e_p99 = quantiles((q.e2e_s for q in ok), *LEVELS)
+    # Gaps between streamed chunks: a speculative step's accepted drafts arrive as a burst, so these
+    # are not per-token latencies (their median falls between ~0 and a step) and are named apart.
+    gap, gap_p99 = quantiles(itertools.chain.from_iterable(q.itl_s for q in ok), 0.5, 0.99)
     (decode,) = quantiles((q.decode_tps for q in ok if q.decode_tps is not None), 0.5)
     n = len(run.requests)
     run_ok = n > 0 and not errors
@@ -85,9 +97,16 @@ def run_numbers(run: Run) -> Row:
         "message": errors[0] if errors else None,
         "decode_tps": decode,
         "ttft_s": ttft,
+        "ttft_p90_s": ttft_p90,
         "ttft_p99_s": ttft_p99,
-        "itl_s": itl,
-        "itl_p99_s": itl_p99,
+        "tpot_s": tpot,
+        "tpot_p90_s": tpot_p90,
+        "tpot_p99_s": tpot_p99,
+        "e2e_s": e2e,
+        "e2e_p90_s": e2e_p90,
+        "e2e_p99_s": e2e_p99,
+        "chunk_gap_s": gap,
+        "chunk_gap_p99_s": gap_p99,
         "output_tokens": sum(q.output_tokens for q in ok) if ok else None,
     }
 

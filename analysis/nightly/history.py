@@ -55,7 +55,7 @@ RUN_COLUMNS = {
     "source": "TEXT", "workload": "TEXT NOT NULL DEFAULT ''", "concurrency": "INTEGER NOT NULL",
     "launch": "INTEGER NOT NULL DEFAULT 1", "repeat": "INTEGER NOT NULL",
     "run_ok": "INTEGER NOT NULL", "cause": "TEXT", "decode_tps": "REAL", "accept_length": "REAL",
-    "ttft_s": "REAL", "itl_s": "REAL", "step_time_ms": "REAL",
+    "ttft_s": "REAL", "tpot_s": "REAL", "step_time_ms": "REAL",
 }  # fmt: skip
 FAILURE_FIELDS = ["sweep_id", "host", "engine", "engine_version", "model", "config_id", "cause", "message"]
 SCHEMA = f"""
@@ -108,11 +108,14 @@ def _rekey(conn: sqlite3.Connection, table: str) -> None:
     try:
         scratch.execute(create)
         wanted = _key(scratch, table)
+        known = {row[1] for row in scratch.execute(f"PRAGMA table_info({table})")}
     finally:
         scratch.close()
     if _key(conn, table) == wanted:
         return
-    columns = ", ".join(row[1] for row in conn.execute(f"PRAGMA table_info({table})"))
+    # A column SCHEMA no longer has (itl_s: the chunk gaps, not a latency) is left behind.
+    names = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+    columns = ", ".join(n for n in names if n in known)
     conn.execute(f"ALTER TABLE {table} RENAME TO {table}_before_rekey")
     conn.execute(create)
     conn.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {table}_before_rekey")

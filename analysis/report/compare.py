@@ -17,11 +17,20 @@ HOST_KEYS = ["sweep_id", "host", "engine", "model"]
 LOAD_KEYS = ["workload", "concurrency"]  # workload None: the one prompt set of older facts
 GROUP = [*HOST_KEYS, *LOAD_KEYS]
 CONFIG_COLUMNS = config.COLUMNS
+# Per level, each latency's p50 / p90 / p99 (the median over repeats of each repeat's percentile):
+# TTFT, per-token latency (TPOT), end-to-end, and the raw gaps between streamed chunks (p50 / p99).
+LATENCY = {
+    "ttft_s": "ttft_p50_ms", "ttft_p90_s": "ttft_p90_ms", "ttft_p99_s": "ttft_p99_ms",
+    "tpot_s": "tpot_p50_ms", "tpot_p90_s": "tpot_p90_ms", "tpot_p99_s": "tpot_p99_ms",
+    "e2e_s": "e2e_p50_ms", "e2e_p90_s": "e2e_p90_ms", "e2e_p99_s": "e2e_p99_ms",
+    "chunk_gap_s": "chunk_gap_p50_ms", "chunk_gap_p99_s": "chunk_gap_p99_ms",
+}  # fmt: skip
+LATENCY_MS = list(LATENCY.values())
 TABLE_COLUMNS = [
     *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "decode_tps", "tps_ci_lo",
     "tps_ci_hi", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "within_noise",
-    "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", "ttft_p50_ms",
-    "ttft_p99_ms", "itl_p50_ms", "itl_p99_ms", "step_ms", "cv_pct", "noisy", "repeats_ok", "failures",
+    "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", *LATENCY_MS,
+    "step_ms", "cv_pct", "noisy", "repeats_ok", "failures",
     "cause", "text_compared", "text_diverged", "diverge_word", "best",
     "n_ok", "log_var",
     "se2", "se_df",  # what an interval against another row needs (analysis.report.recommend)
@@ -78,8 +87,8 @@ def total_tps(runs: pd.DataFrame) -> pd.Series:
 
 def _cells(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (group, config): medians over repeats that completed, counts, spread."""
-    metrics = ["decode_tps", "accept_length", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s", "step_time_ms",
-               "achieved_concurrency", "server_running", "server_queued", "server_queued_max"]  # fmt: skip
+    metrics = ["decode_tps", "accept_length", *LATENCY, "step_time_ms", "achieved_concurrency",
+               "server_running", "server_queued", "server_queued_max"]  # fmt: skip
     # Numbers from failed runs must not leak into the medians.
     runs = runs.assign(**{m: runs[m].where(runs["run_ok"]) for m in metrics})
     runs = runs.assign(
@@ -99,10 +108,7 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
             tps_mean=("decode_tps", "mean"),
             tps_std=("decode_tps", "std"),
             accept_length=("accept_length", "mean"),
-            ttft_s=("ttft_s", "median"),
-            ttft_p99_s=("ttft_p99_s", "median"),
-            itl_s=("itl_s", "median"),
-            itl_p99_s=("itl_p99_s", "median"),
+            **{c: (c, "median") for c in LATENCY},
             step_ms=("step_time_ms", "median"),
             repeats_ok=("run_ok", "sum"),
             failures=("failed", "sum"),
@@ -128,8 +134,7 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
     cells["launch_cv_pct"] = np.sqrt(np.expm1(cells.pop("_tau2"))) * 100.0
     for col in ("sweep_id", "host", "engine", "model", "workload", "config", "source"):
         cells[col] = cells[col].astype("object")
-    for src, dst in [("ttft_s", "ttft_p50_ms"), ("ttft_p99_s", "ttft_p99_ms"), ("itl_s", "itl_p50_ms"),
-                     ("itl_p99_s", "itl_p99_ms")]:  # fmt: skip
+    for src, dst in LATENCY.items():
         cells[dst] = cells.pop(src) * 1000.0
     return cells
 

@@ -59,7 +59,7 @@ def sla_blocks(step: pd.DataFrame, sla: Sla) -> list[Block]:
         "config": (False, t["config"].astype(str).tolist()),
         "tok/s": (True, num(t["decode_tps"], ".1f")),
         "TTFT p50/p99 ms": (True, _pair(t["ttft_p50_ms"], t["ttft_p99_ms"], ".0f")),
-        "ITL p50/p99 ms": (True, _pair(t["itl_p50_ms"], t["itl_p99_ms"], ".1f")),
+        "TPOT p50/p99 ms": (True, _pair(t["tpot_p50_ms"], t["tpot_p99_ms"], ".1f")),
         "goodput req/s": (True, num(t["goodput_rps"], ".2f")),
         "SLO met": (True, [v if v == MISSING else f"{v}%" for v in num(t["slo_attainment"] * 100.0, ".0f")]),
         "total tok/s": (True, num(t["total_tps"], ".1f")),
@@ -68,7 +68,7 @@ def sla_blocks(step: pd.DataFrame, sla: Sla) -> list[Block]:
     }
     note = (
         f"SLA: {sla.describe()}; goodput: requests per second that succeeded with TTFT and TPOT within "
-        "the SLOs (SGLang's definition); meets SLA: the config's p99 TTFT and p99 ITL within them"
+        "the SLOs (SGLang's definition); meets SLA: the config's p99 TTFT and p99 TPOT within them"
     )
     return host_blocks(t, columns, "SLA and goodput", note)
 

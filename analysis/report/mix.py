@@ -107,7 +107,7 @@ def table(step: pd.DataFrame, shares: dict[str, float], option: str = "--mix") -
         _fail=("failures", "sum"),
         _meets=("meets_sla", _all_known),
         _ttft=("ttft_p99_ms", "max"),
-        _itl=("itl_p99_ms", "max"),
+        _tpot=("tpot_p99_ms", "max"),
     )
     out = out.reset_index()
     # NaN for a config missing one of the mix's workloads (counted as failed below).
@@ -118,7 +118,7 @@ def table(step: pd.DataFrame, shares: dict[str, float], option: str = "--mix") -
     # The parts' own intervals do not hold for the mix: its own, as the step table makes them.
     out["tps_ci_lo"], out["tps_ci_hi"] = median_ci(out["decode_tps"], out["se2"], out["se_df"])
     out["failures"] = out.pop("_fail") + (out.pop("_n") < len(shares)).astype(int)
-    out["ttft_p99_ms"], out["itl_p99_ms"] = out.pop("_ttft"), out.pop("_itl")
+    out["ttft_p99_ms"], out["tpot_p99_ms"] = out.pop("_ttft"), out.pop("_tpot")
     out["meets_sla"] = out.pop("_meets")
     for col in ("goodput_rps", "total_tps", "user_tps"):
         out[col] = np.nan  # per-workload figures with no meaning summed over a mix

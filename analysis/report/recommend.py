@@ -130,7 +130,7 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
 
 _PICKED = [
     "config", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "meets_sla", "goodput_rps",
-    "total_tps", "user_tps", "ttft_p99_ms", "itl_p99_ms", "verdict", "launches", "ci_basis",
+    "total_tps", "user_tps", "ttft_p99_ms", "tpot_p99_ms", "verdict", "launches", "ci_basis",
     "achieved_concurrency", "server_running",
 ]  # fmt: skip
 VERDICT_KEYS = ["verdict", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "launches", "ci_basis"]

@@ -30,6 +30,17 @@ LEGEND: list[tuple[str, tuple[str, ...], str]] = [
         "* best: highest median tok/s of the configs with no failure; ≈ within noise of the best (95% CI)",
     ),
     (
+        "tok/s/req",
+        (),
+        "tok/s/req: one request's decode speed (tokens after the first over the time after the first); "
+        "total tok/s: every request's output tokens over the measured window",
+    ),
+    (
+        "TPOT p50/p99 ms",
+        (),
+        "TPOT: per-token latency, (e2e - TTFT) / (output tokens - 1) per request; e2e: send to last token",
+    ),
+    (
         "speedup [95% CI]",
         ("~", "no CI"),
         "~ within noise: the speedup's 95% CI includes 0; no CI: fewer than 2 good repeats on a side",
@@ -243,11 +254,13 @@ def _in_flight(t: pd.DataFrame) -> list[str]:
 COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("", False, _marker),
     ("config", False, lambda t: t["config"].astype(str).tolist()),
-    ("tok/s", True, lambda t: num(t["decode_tps"], ".1f")),
+    ("tok/s/req", True, lambda t: num(t["decode_tps"], ".1f")),
     ("speedup [95% CI]", False, _speedup),
+    ("total tok/s", True, lambda t: num(t["total_tps"], ".1f")),
     ("accept len", True, lambda t: num(t["accept_length"], ".2f")),
     ("TTFT p50/p99 ms", True, lambda t: _pair(t["ttft_p50_ms"], t["ttft_p99_ms"], ".0f")),
-    ("ITL p50/p99 ms", True, lambda t: _pair(t["itl_p50_ms"], t["itl_p99_ms"], ".1f")),
+    ("TPOT p50/p99 ms", True, lambda t: _pair(t["tpot_p50_ms"], t["tpot_p99_ms"], ".1f")),
+    ("e2e p50/p99 s", True, lambda t: _pair(t["e2e_p50_ms"] / 1000.0, t["e2e_p99_ms"] / 1000.0, ".2f")),
     ("step ms", True, lambda t: num(t["step_ms"], ".1f")),
     ("CV", True, _cv),
     ("in flight", True, _in_flight),
@@ -257,6 +270,10 @@ COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
     ("text vs base", False, _text),
     ("failures", False, _failures),
 ]
+
+
+# Shown in a group's table only where some row has a value (SGLang records step times, llama.cpp none).
+OPTIONAL = ("step ms",)
 
 
 def cells(table: pd.DataFrame) -> list[list[str]]:
@@ -285,20 +302,17 @@ def groups(table: pd.DataFrame) -> list[tuple[tuple[object, ...], np.ndarray]]:
 
 def step_blocks(tables: Tables) -> list[Block]:
     """One block per comparison group of the step table."""
-    right = [r for _, r, _ in COLUMNS]
-    headers = [h or "best" for h, _, _ in COLUMNS]
-    columns = tables.shown
-    return [
-        Block(
-            title(key),
-            headers,
-            [[c[i] for i in rows] for c in columns],
-            right,
-            drift_note(tables.step, rows),
-            rows,
-        )
-        for key, rows in groups(tables.step)
-    ]
+    out = []
+    for key, rows in groups(tables.step):
+        shown = [
+            (header or "best", r, part)
+            for (header, r, _), column in zip(COLUMNS, tables.shown, strict=True)
+            if (part := [column[i] for i in rows])
+            and not (header in OPTIONAL and all(c == MISSING for c in part))
+        ]
+        headers, right, columns = (list(x) for x in zip(*shown, strict=True))
+        out.append(Block(title(key), headers, columns, right, drift_note(tables.step, rows), rows))
+    return out
 
 
 def drift_note(step: pd.DataFrame, rows: np.ndarray) -> str:

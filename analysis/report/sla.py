@@ -7,7 +7,7 @@ latencies compared are the request's TTFT and its TPOT, (e2e latency - TTFT) / (
 duration. A steady-load run (docs/load.md) counts the good share of the requests wholly inside its
 window times the requests served inside it, those straddling its edges by their share of time.
 Our `--sla-itl-p99-ms` is that TPOT SLO per request (SGLang's `--goodput tpot:N`), and
-the config-level "meets SLA" asks the same number of the p99 inter-token gap the step table shows.
+the config-level "meets SLA" asks the same number of the p99 TPOT the step table shows.
 
 Throughput for the Pareto front: total tok/s = every request's output tokens / the run's duration;
 per-user tok/s = total / concurrency (vLLM's `bench sweep plot_pareto`, tokens_per_user). Cell
@@ -47,10 +47,10 @@ class Sla:
         return cls(args.sla_ttft_p99_ms, args.sla_itl_p99_ms)
 
     def describe(self) -> str:
-        """The targets as one phrase: TTFT p99 <= 500 ms, ITL p99 <= 50 ms."""
+        """The targets as one phrase: TTFT p99 <= 500 ms, TPOT p99 <= 50 ms."""
         parts = [
             f"{name} p99 <= {value:g} ms"
-            for name, value in (("TTFT", self.ttft_p99_ms), ("ITL", self.itl_p99_ms))
+            for name, value in (("TTFT", self.ttft_p99_ms), ("TPOT", self.itl_p99_ms))
             if value is not None
         ]
         return ", ".join(parts) or "no SLA"
@@ -73,7 +73,7 @@ def add_sla_options(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--sla-itl-p99-ms", type=_ms, metavar="N",
-        help="SLA on inter-token latency: a config meets it with p99 ITL <= N ms; a request counts "
+        help="SLA on per-token latency (TPOT): a config meets it with p99 TPOT <= N ms; a request counts "
         "toward goodput with TPOT <= N (SGLang's goodput)",
     )  # fmt: skip
 
@@ -125,7 +125,7 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
 
 
 def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:
-    """Per step-table row: p99 TTFT and p99 ITL within the targets; <NA> without an SLA.
+    """Per step-table row: p99 TTFT and p99 TPOT within the targets; <NA> without an SLA.
 
     A missing p99 (a config that failed, or a JSONL without it) does not meet a target.
     """
@@ -135,7 +135,7 @@ def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:
     if sla.ttft_p99_ms is not None:
         ok &= step["ttft_p99_ms"].le(sla.ttft_p99_ms).fillna(False).astype(bool)
     if sla.itl_p99_ms is not None:
-        ok &= step["itl_p99_ms"].le(sla.itl_p99_ms).fillna(False).astype(bool)
+        ok &= step["tpot_p99_ms"].le(sla.itl_p99_ms).fillna(False).astype(bool)
     return ok.astype("boolean")
 
 

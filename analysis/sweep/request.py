@@ -387,14 +387,26 @@ def load_problems(values: Mapping[str, Any]) -> list[str]:
     requests, levels = values.get("bench_requests"), values.get("concurrency") or []
     if requests is not None and values.get("bench_duration_s") is not None:
         return ["bench_requests: give bench_requests or bench_duration_s, not both"]
-    if requests is not None and levels and requests < 2 * max(levels) and values.get("request_rate") is None:
-        # A closed loop leaves out c - 1 requests at each end (the ramp and the drain); an open
-        # loop's level is whatever its rate gives, and the table says what it was.
+    level = max(levels, default=1)
+    if requests is not None and requests < requests_needed(level) and values.get("request_rate") is None:
+        # An open loop's level is whatever its rate gives, and the table says what it was.
         return [
-            f"bench_requests: {requests} cannot hold concurrency {max(levels)} steady: at least "
-            f"2 x {max(levels)} = {2 * max(levels)} requests per level (default: 4 x c)"
+            f"bench_requests: {requests} is too few for concurrency {level}: the measured window leaves "
+            f"out {level - 1} request(s) at each end (ramp and drain) and must hold at least "
+            f"{window_minimum(level)}, so at least {requests_needed(level)} per level (default: 4 x c)"
         ]
     return []
+
+
+def window_minimum(concurrency: int) -> int:
+    """Requests a closed-loop level's measured window holds at least (docs/load.md): one per slot, and
+    two. The client's rule too (roles/benchmark/files/specsweep_bench.py, checked to agree)."""
+    return max(2, concurrency)
+
+
+def requests_needed(concurrency: int) -> int:
+    """Requests a closed-loop level must send: the window's minimum plus c - 1 left out at each end."""
+    return window_minimum(concurrency) + 2 * (concurrency - 1)
 
 
 def mix_problems(values: Mapping[str, Any]) -> list[str]:

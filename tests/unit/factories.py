@@ -56,7 +56,7 @@ def run(
             prompt_id=f"p{i}",
             output_tokens=128,
             ttft_s=ttft_s,
-            e2e_s=ttft_s + 128 / t,
+            e2e_s=ttft_s + 127 / t,  # 127 tokens after the first at t tok/s: TPOT 1 / t
             decode_tps=t,
             itl_s=[1 / t] * 3,
             text=texts[i] if texts else f"answer {i}",

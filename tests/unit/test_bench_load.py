@@ -16,6 +16,7 @@ import pytest
 from test_bench_client import bench
 
 from analysis.facts.schema import BenchmarkSettings, Run, from_dict
+from analysis.sweep import request
 
 WAIT_S = 10.0  # a barrier that waits this long has been starved: the test fails, never hangs
 
@@ -116,6 +117,23 @@ def test_the_window_request_rate_keeps_littles_law_at_steady_load(concurrency: i
     assert len(run["requests"]) == sends - 2 * (concurrency - 1)  # the latency sample stays whole units
 
 
+@pytest.mark.parametrize("concurrency", [1, 2, 4, 16])
+def test_the_fewest_requests_a_level_may_send_leave_its_window_the_stated_minimum(concurrency: int) -> None:
+    # Staggered slots (the window's worst case: c - 1 left out at each end), sent the fewest requests
+    # the client and the plan accept, and one fewer (refused by both: it would hold one less).
+    latency, sends = 1.0, bench.requests_needed(concurrency)
+    units = [unit(k * latency / concurrency, k * latency / concurrency + latency) for k in range(sends)]
+    run = bench.level_run(units, bench.Load(concurrency, sends), epoch_offset=0.0)
+    assert len(run["requests"]) == bench.window_minimum(concurrency) >= max(2, concurrency)
+    assert bench.requests_needed(concurrency) <= bench.requests_per_level(concurrency, 1, None)  # the default
+    # The plan refuses what the client would (analysis.sweep.request keeps the rule for the plan).
+    levels = range(1, 65)
+    assert [request.requests_needed(c) for c in levels] == [bench.requests_needed(c) for c in levels]
+    assert request.read({"bench_requests": sends, "concurrency": concurrency}).errors == []
+    refused = request.read({"bench_requests": sends - 1, "concurrency": concurrency}).errors
+    assert f"so at least {sends} per level" in refused[0], refused
+
+
 def test_a_unit_of_two_turns_serves_two_requests_spread_over_its_time() -> None:
     two_turns = bench.Unit(0.0, 2.0, [(result(), None), (result(), None)])
     assert bench.in_window_requests([two_turns], 1.0, 4.0) == pytest.approx(1.0)
@@ -159,6 +177,9 @@ def test_work_that_raises_is_raised_instead_of_waited_for() -> None:
     (["--requests", "8", "--duration-s", "5"], "give --requests or --duration-s, not both"),
     (["--requests", "0"], "--requests must be > 0"),
     (["--request-rate", "-1"], "--request-rate must be > 0"),
+    (["--requests", "4", "--concurrency", "4"],
+     "--requests 4 is too few for concurrency 4: its window leaves out 3 at each end and holds at least 4, "
+     "so send at least 10"),
 ])  # fmt: skip
 def test_conflicting_or_bad_load_options_are_usage_errors(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str]

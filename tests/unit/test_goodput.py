@@ -124,7 +124,7 @@ def test_cells_hold_the_median_over_repeats_per_user_throughput_and_the_sla_verd
     # Every repeat has a failed request: s2 failed, has no p99 to show, and cannot meet the SLA.
     assert pd.isna(s2["ttft_p99_ms"]) and not s2["meets_sla"]
     base = step.loc[("baseline", 1)]
-    assert (base["ttft_p99_ms"], base["itl_p99_ms"]) == (pytest.approx(200.0), pytest.approx(10.0))
+    assert (base["ttft_p99_ms"], base["tpot_p99_ms"]) == (pytest.approx(200.0), pytest.approx(10.0))
     assert base["meets_sla"] and base["goodput_rps"] == pytest.approx(0.1)  # 1 request / 10 s
     tight = sla_step(tmp_path / "tight", Sla(itl_p99_ms=9.9)).loc[("baseline", 1)]
     assert not tight["meets_sla"] and tight["goodput_rps"] == 0.0
@@ -149,9 +149,9 @@ def test_report_shows_goodput_and_the_sla_verdict_only_when_an_sla_is_given(
     text = capsys.readouterr().out
     section = text[text.index("SLA and goodput | sweep sweep-1 | host gpu-a | sglang Kimi-K2.5") :]
     lines = section.splitlines()
-    assert lines[1].startswith("SLA: TTFT p99 <= 500 ms, ITL p99 <= 30 ms; goodput:")
+    assert lines[1].startswith("SLA: TTFT p99 <= 500 ms, TPOT p99 <= 30 ms; goodput:")
     assert lines[2].split() == [
-        "concurrency", "config", "tok/s", "TTFT", "p50/p99", "ms", "ITL", "p50/p99", "ms", "goodput",
+        "concurrency", "config", "tok/s", "TTFT", "p50/p99", "ms", "TPOT", "p50/p99", "ms", "goodput",
         "req/s", "SLO", "met", "total", "tok/s", "per-user", "tok/s", "meets", "SLA",
     ]  # fmt: skip
     assert lines[3].split() == [

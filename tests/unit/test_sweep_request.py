@@ -233,8 +233,12 @@ def test_the_load_settings_are_read_as_the_client_takes_them() -> None:
         ({"bench_requests": 8, "bench_duration_s": 20},
          "bench_requests: give bench_requests or bench_duration_s, not both"),
         ({"bench_requests": 20, "concurrency": "1,4,16"},
-         "bench_requests: 20 cannot hold concurrency 16 steady: at least 2 x 16 = 32 requests per level "
-         "(default: 4 x c)"),
+         "bench_requests: 20 is too few for concurrency 16: the measured window leaves out 15 request(s) at "
+         "each end (ramp and drain) and must hold at least 16, so at least 46 per level (default: 4 x c)"),
+        # Requests equal to the concurrency: the window would hold none (the run used to fail then).
+        ({"bench_requests": 4, "concurrency": "4"},
+         "bench_requests: 4 is too few for concurrency 4: the measured window leaves out 3 request(s) at "
+         "each end (ramp and drain) and must hold at least 4, so at least 10 per level (default: 4 x c)"),
     ],
 )  # fmt: skip
 def test_load_settings_that_cannot_go_together_are_refused_at_plan_time(

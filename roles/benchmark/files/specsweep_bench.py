@@ -311,6 +311,18 @@ Work = Callable[[Doc], Outcomes]
 REQUESTS_PER_LEVEL = 4  # a level sends at least this many times its concurrency by default
 
 
+def window_minimum(concurrency: int) -> int:
+    """Requests a closed-loop level's measured window holds at least: one per slot, and two."""
+    return max(2, concurrency)
+
+
+def requests_needed(concurrency: int) -> int:
+    """Requests a closed-loop level must send for its window to hold `window_minimum`: the window
+    leaves out the first c - 1 sent (the ramp) and the last c - 1 done (the drain). The default,
+    REQUESTS_PER_LEVEL x c, is always enough. The plan checks the same (analysis.sweep.request)."""
+    return window_minimum(concurrency) + 2 * (concurrency - 1)
+
+
 class Load(NamedTuple):
     """How one level is driven: `concurrency` in flight (closed loop), or Poisson arrivals at `rate`
     per second with at most `concurrency` in flight (open loop: bench_serving's --request-rate with
@@ -627,6 +639,11 @@ def load_problem(args: argparse.Namespace) -> str | None:
         value = getattr(args, name)
         if value is not None and not value > 0:
             return f"--{name.replace('_', '-')} must be > 0"
+    level = max(args.concurrency or [1])
+    if args.requests is not None and args.request_rate is None and args.requests < requests_needed(level):
+        return (f"--requests {args.requests} is too few for concurrency {level}: its window leaves out "
+                f"{level - 1} at each end and holds at least {window_minimum(level)}, so send at least "
+                f"{requests_needed(level)}")  # fmt: skip
     return None
 
 

@@ -1,0 +1,215 @@
+"""The suite's client beside AIPerf (NVIDIA's, the client InferenceX uses) on the same llama-server:
+do the two agree on TTFT, per-token latency, per-request speed, e2e and total throughput, and on
+s1 against the baseline?
+
+Not a test and not a dependency: AIPerf lives in a venv of its own (`--aiperf`), never in the
+project's, and never in CI. One server per config (the demo's 270M model; s1 drafts one n-gram
+token, as the demo's s1); at each level and round the two clients take turns (which goes first
+alternates), each sent the same prompts in the same order: the records the suite's client draws
+for that level (its seeded sampler), written as AIPerf's single-turn dataset. Both: the raw
+completion endpoint's streamed text, `--max-tokens` tokens with EOS ignored, greedy, no prompt
+cache, a new connection per request, one warm-up request. AIPerf counts tokens from the server's
+usage (`--use-server-token-count`); the tokenizer it loads anyway is built offline from the GGUF's
+own vocabulary (transformers' GGUF tokenizer mapping), so nothing is downloaded.
+
+Definitions (docs/results.md): TTFT; per-token latency TPOT = (e2e - TTFT) / (output tokens - 1)
+per request (AIPerf's inter_token_latency); per-request speed, the suite's decode tok/s and AIPerf's
+output_token_throughput_per_user; e2e; total output tok/s (the suite's over its measured window,
+AIPerf's over its run). Each figure is the p50 over requests, then the median over rounds.
+
+    python3.11 -m venv /tmp/aiperf && /tmp/aiperf/bin/pip install aiperf gguf
+    nice -n 10 .venv/bin/python bench/peer.py --aiperf /tmp/aiperf/bin/aiperf [--levels 1,4] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from load import CACHE, PROMPTS, start_server  # bench/load.py: the demo's server
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "roles/benchmark/files"))
+
+import specsweep_bench  # noqa: E402  (the suite's client: its sampler picks the prompts)
+
+from analysis.facts.rows import quantiles, tpot_s  # noqa: E402
+
+CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"
+CLIENTS = ("specsweep", "aiperf")  # which goes first alternates round by round
+CONFIGS = {  # the demo's configs: llama-server flags beyond the model and the slots
+    "baseline": (),
+    "s1": ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "4", "--spec-ngram-mod-n-min", "1",
+           "--spec-ngram-mod-n-max", "1"),
+}  # fmt: skip
+FIGURES = [  # (key, header, format)
+    ("ttft_ms", "TTFT p50 ms", ".0f"),
+    ("tpot_ms", "TPOT p50 ms", ".1f"),
+    ("user_tps", "tok/s/req", ".2f"),
+    ("e2e_s", "e2e p50 s", ".2f"),
+    ("total_tps", "total tok/s", ".2f"),
+    ("tokens", "out tokens", ".0f"),
+]
+# The tokenizer AIPerf loads, from the GGUF's vocabulary: run by the AIPerf venv's Python.
+TOKENIZER = """
+import sys
+import gguf
+from transformers import PreTrainedTokenizerFast
+from transformers.integrations.gguf import gguf_tokenizer_mapping as mapping
+meta = {k: f.contents() for k, f in gguf.GGUFReader(sys.argv[1]).fields.items()}
+names = mapping.GGUF_TOKENIZER_MAPPING["tokenizer"]
+tok = {new: meta["tokenizer." + old] for old, new in names.items() if "tokenizer." + old in meta}
+backend, _ = mapping.convert_gguf_tokenizer(meta["general.architecture"], tok)
+ids = {"bos_token": "bos_token_id", "eos_token": "eos_token_id", "unk_token": "unk_token_id",
+       "pad_token": "pad_token_id"}
+special = {k: tok["tokens"][tok[v]] for k, v in ids.items() if tok.get(v) is not None}
+PreTrainedTokenizerFast(tokenizer_object=backend, **special).save_pretrained(sys.argv[2])
+"""
+
+
+def level_prompts(records: list[dict], concurrency: int, seed: int) -> list[dict]:
+    """The records the suite's client sends at this level (one repeat), in its order."""
+    pick = specsweep_bench.record_sampler(records, specsweep_bench.level_key(seed, concurrency, 1))
+    return [pick() for _ in range(specsweep_bench.requests_per_level(concurrency, len(records), None))]
+
+
+def ours(url: str, concurrency: int, max_tokens: int, seed: int) -> dict[str, float]:
+    """One repeat of the suite's client at this level: its figures over its measured window."""
+    argv = [sys.executable, str(CLIENT), "--engine", "llama_cpp", "--url", url, "--prompts", str(PROMPTS),
+            "--max-tokens", str(max_tokens), "--warmup", "1", "--repeats", "1", "--seed", str(seed),
+            "--concurrency", str(concurrency)]  # fmt: skip
+    (run,) = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)["runs"]
+    ok = [r for r in run["requests"] if r["error"] is None]
+    tpot = [tpot_s(r["output_tokens"], r["ttft_s"], r["e2e_s"]) for r in ok]
+    return {
+        "ttft_ms": quantiles((r["ttft_s"] * 1000 for r in ok), 0.5)[0],
+        "tpot_ms": quantiles((t * 1000 for t in tpot if t is not None), 0.5)[0],
+        "user_tps": quantiles((r["decode_tps"] for r in ok if r["decode_tps"]), 0.5)[0],
+        "e2e_s": quantiles((r["e2e_s"] for r in ok), 0.5)[0],
+        "total_tps": run["window_output_tokens"] / run["duration_s"],
+        "tokens": statistics.median(r["output_tokens"] for r in ok),
+    }
+
+
+def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurrency: int, max_tokens: int,
+           work: Path) -> dict[str, float]:  # fmt: skip
+    """One AIPerf run of the same prompts at this level: its p50s and its output throughput."""
+    dataset, out = work / "dataset.jsonl", work / "aiperf"
+    dataset.write_text("".join(json.dumps({"text": p["prompt"]}) + "\n" for p in prompts))
+    extra = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "cache_prompt": False}
+    argv = [aiperf, "profile", "--model", "demo", "--url", url, "--endpoint-type", "completions",
+            "--streaming", "--input-file", str(dataset), "--custom-dataset-type", "single-turn",
+            "--dataset-sampling-strategy", "sequential", "--request-count", str(len(prompts)),
+            "--concurrency", str(concurrency), "--warmup-request-count", "1", "--tokenizer", str(tokenizer),
+            "--use-server-token-count", "--connection-reuse-strategy", "never", "--ui-type", "none",
+            "--extra-inputs", json.dumps(extra), "--output-artifact-dir", str(out)]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=work)
+    if done.returncode != 0:
+        raise SystemExit(f"aiperf failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
+    m = json.loads((out / "profile_export_aiperf.json").read_text())
+    return {
+        "ttft_ms": m["time_to_first_token"]["p50"],
+        "tpot_ms": m["inter_token_latency"]["p50"],
+        "user_tps": m["output_token_throughput_per_user"]["p50"],
+        "e2e_s": m["request_latency"]["p50"] / 1000.0,
+        "total_tps": m["output_token_throughput"]["avg"],
+        "tokens": m["output_sequence_length"]["p50"],
+    }
+
+
+def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> dict[tuple[str, int, str], dict]:
+    """(config, level, client) -> each figure's median over the rounds."""
+    records = [json.loads(line) for line in PROMPTS.read_text().splitlines() if line.strip()]
+    rounds: dict[tuple[str, int, str], list[dict[str, float]]] = {}
+    for config in args.configs:
+        server, url = start_server(args.engine_python, args.model, max(args.levels), work / f"{config}.log",
+                                   CONFIGS[config])  # fmt: skip
+        try:
+            for level in args.levels:
+                prompts = level_prompts(records, level, args.seed)
+                for i in range(args.rounds):
+                    for client in CLIENTS if i % 2 == 0 else CLIENTS[::-1]:
+                        print(f"{config} c{level} round {i + 1}/{args.rounds}: {client}", file=sys.stderr)
+                        if client == "specsweep":
+                            got = ours(url, level, args.max_tokens, args.seed)
+                        else:
+                            got = theirs(args.aiperf, tokenizer, url, prompts, level, args.max_tokens, work)
+                        rounds.setdefault((config, level, client), []).append(got)
+        finally:
+            server.terminate()  # the server this script started
+            server.wait(timeout=60)
+    return {
+        key: {f: statistics.median(r[f] for r in runs) for f, _, _ in FIGURES} for key, runs in rounds.items()
+    }
+
+
+def table(figures: dict[tuple[str, int, str], dict], args: argparse.Namespace) -> str:
+    """Both clients' figures per config and level, the gap between them, then the s1 / baseline ratios."""
+    head = ["config", "c", "client", *(h for _, h, _ in FIGURES)]
+    rows = []
+    for config in args.configs:
+        for level in args.levels:
+            a, b = figures[(config, level, "specsweep")], figures[(config, level, "aiperf")]
+            rows.append([config, str(level), "specsweep", *(format(a[f], fmt) for f, _, fmt in FIGURES)])
+            rows.append([config, str(level), "aiperf", *(format(b[f], fmt) for f, _, fmt in FIGURES)])
+            rows.append(["", "", "gap %", *(f"{(a[f] / b[f] - 1) * 100:+.1f}" for f, _, _ in FIGURES)])
+    lines = _aligned(head, rows)
+    if "baseline" in args.configs and len(args.configs) > 1:
+        spec = next(c for c in args.configs if c != "baseline")
+        lines += ["", f"{spec} / baseline, % (the same sign and within 5 points is agreement)"]
+        ratio_rows = []
+        for level in args.levels:
+            for f, header, _ in FIGURES[:-1]:
+                pct = [(figures[(spec, level, c)][f] / figures[("baseline", level, c)][f] - 1) * 100
+                       for c in ("specsweep", "aiperf")]  # fmt: skip
+                apart = f"{pct[0] - pct[1]:+.1f}"
+                ratio_rows.append([str(level), header, f"{pct[0]:+.1f}", f"{pct[1]:+.1f}", apart])
+        lines += _aligned(["c", "figure", "specsweep", "aiperf", "points apart"], ratio_rows)
+    return "\n".join(lines)
+
+
+def _aligned(head: list[str], rows: list[list[str]]) -> list[str]:
+    """Rows under a header, each column as wide as its widest cell; text left, numbers right."""
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = []
+    for row in [head, *rows]:
+        cells = zip(row, widths, strict=True)
+        lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(cells)))
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--aiperf", required=True, help="the aiperf command of its own venv")
+    parser.add_argument("--levels", default="1,4")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--configs", default="baseline,s1")
+    parser.add_argument("--engine-python", type=Path, default=CACHE / "llama.cpp-venv" / "bin" / "python")
+    parser.add_argument("--model", type=Path, default=CACHE / "models" / "gemma-3-270m-q4_k_m.gguf")
+    args = parser.parse_args()
+    args.levels = [int(c) for c in args.levels.split(",")]
+    args.configs = args.configs.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        tokenizer = work / "tokenizer"
+        python = str(Path(args.aiperf).with_name("python"))
+        subprocess.run(
+            [python, "-c", TOKENIZER, str(args.model), str(tokenizer)], capture_output=True, check=True
+        )
+        figures = measure(args, tokenizer, work)
+    print(f"specsweep's client vs AIPerf, llama-server {args.model.name}, {args.max_tokens} tokens, "
+          f"{PROMPTS.name}, median of {args.rounds} round(s) each")  # fmt: skip
+    print(table(figures, args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
