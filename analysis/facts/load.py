@@ -23,9 +23,9 @@ from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 RUN_COLUMNS = [
     "path", "source", "sweep_id", "host", "engine", "engine_version", "model", "config_id",
     *COLUMNS, "status", "started_at", "concurrency", "repeat", "duration_s", "n_requests",
-    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "ttft_s", "ttft_p99_s",
-    "itl_s", "itl_p99_s", "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
-    "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
+    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "user_tps", "ttft_s",
+    "ttft_p99_s", "itl_s", "itl_p99_s", "output_tokens", "accept_length", "accept_rate", "drafted",
+    "accepted", "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
     "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
@@ -38,7 +38,7 @@ INT_COLUMNS = [
     "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index", "launch_index",
 ]  # fmt: skip
 FLOAT_COLUMNS = [
-    "started_at", "duration_s", "decode_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
+    "started_at", "duration_s", "decode_tps", "user_tps", "ttft_s", "ttft_p99_s", "itl_s", "itl_p99_s",
     "accept_length", "accept_rate", "step_time_ms", "e2e_s", "achieved_concurrency",
     "window_output_tokens", "window_requests",
 ]  # fmt: skip

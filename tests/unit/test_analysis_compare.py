@@ -103,7 +103,7 @@ def test_the_legend_explains_only_the_marks_some_row_carries(tmp_path: Path) -> 
     text = render(tables(tmp_path / "a", relaunched(steady)), "text")
     legend = text.split("\n\n")[-1].splitlines()
     assert [line.split(":")[0] for line in legend] == [
-        "* best", "text vs base", "launches", "interfered", "in flight",
+        "* best", "text vs base", "launches", "interfered", "in flight", "speedup, verdict, best",
     ], legend  # fmt: skip
     md = render(tables(tmp_path / "b", relaunched(steady)), "markdown")
     assert "within one launch" not in md and "unsteady" not in md and "not reached" not in md, md
