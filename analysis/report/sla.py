@@ -130,8 +130,10 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
 def with_run_goodput(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd.DataFrame:
     """The run rows with goodput_rps per measured run (run_table's; NaN for the others and without
     an SLA): what the goodput objective ranks on (analysis.report.compare.run_score)."""
-    per_run = run_table(runs, requests, sla)[["fact_id", "run_index", "goodput_rps"]]
-    found = runs[["fact_id", "run_index"]].merge(per_run, on=["fact_id", "run_index"], how="left")
+    keys = ["fact_id", "run_index"]
+    # A folder named twice loads its runs twice: one goodput per run, whichever row it came from.
+    per_run = run_table(runs, requests, sla)[[*keys, "goodput_rps"]].drop_duplicates(keys)
+    found = runs[keys].merge(per_run, on=keys, how="left")
     return runs.assign(goodput_rps=found["goodput_rps"].to_numpy())
 
 
