@@ -193,14 +193,14 @@ def write_schedule(path: Path, schedule: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, recommend, print; write the adaptive config if asked (exit 2 when it cannot be made)."""
-    result = load(args)
-    if result.runs.empty:
-        print(f"no readable result facts under {' '.join(map(str, args.sweeps))}", file=sys.stderr)
-        return EXIT_USAGE
     try:
         sla, objective = ranking(args)
     except objectives.ObjectiveError as exc:
         print(f"analysis recommend: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result = load(args)
+    if result.runs.empty:
+        print(f"no readable result facts under {' '.join(map(str, args.sweeps))}", file=sys.stderr)
         return EXIT_USAGE
     step = build_tables(result, sla=sla, objective=objective).step
     rec = recommend(step)
