@@ -21,7 +21,7 @@ import pandas as pd
 from analysis.facts.rows import run_numbers
 from analysis.facts.schema import Run, SchemaError, from_dict
 from analysis.report import mix, objectives
-from analysis.report.compare import run_score
+from analysis.report.compare import run_values
 
 # A short run's acceptance wanders a little from the sweep's over the same prompts (batching, the
 # n-gram table's warm-up): a relative margin around the interval, so that only a real change fails.
@@ -61,25 +61,6 @@ def rate(
     return None if blended.empty or pd.isna(blended.iloc[0]) else float(blended.iloc[0])
 
 
-def objective_values(
-    runs: Sequence[Run], numbers: list[dict[str, Any]], objective: str | None
-) -> list[float | None]:
-    """Each run's value of the objective (throughput or per_user), by the report's own rule."""
-    frame = pd.DataFrame(
-        {
-            "run_ok": [n["run_ok"] for n in numbers],
-            "run_index": range(len(runs)),
-            "user_tps": [n["user_tps"] for n in numbers],
-            "output_tokens": [n["output_tokens"] for n in numbers],
-            "duration_s": [r.duration_s for r in runs],
-            "window_output_tokens": [r.window_output_tokens for r in runs],
-        },
-        dtype="float64",
-    )
-    values = run_score(frame.assign(run_ok=frame["run_ok"].astype(bool)), objectives.get(objective))
-    return [None if pd.isna(v) else float(v) for v in values]
-
-
 def measured(
     bench: dict[str, Any], shares: Mapping[str, float] | None = None, objective: str | None = None
 ) -> tuple[float | None, float | None, int, int, str | None]:
@@ -90,7 +71,7 @@ def measured(
     except SchemaError as exc:
         return None, None, 1, 0, f"unreadable benchmark output: {exc}"
     numbers = [run_numbers(r) for r in runs]
-    tps = rate(runs, objective_values(runs, numbers, objective), shares)
+    tps = rate(runs, run_values(runs, objectives.get(objective)), shares)
     accepts = [r.spec.accept_length for r in runs if r.spec.accept_length is not None]
     errors = sum(n["n_errors"] for n in numbers) + (1 if bench.get("error") else 0)
     first = bench.get("error") or next((n["message"] for n in numbers if n["message"]), None)

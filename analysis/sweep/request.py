@@ -400,7 +400,10 @@ def objective_problems(values: Mapping[str, Any]) -> list[str]:
     if "objective" not in values:  # not readable: its own error says why
         return []
     given = any(values.get(name) is not None for name in ("sla_ttft_p99_ms", "sla_itl_p99_ms"))
-    problem = objectives.sla_problem(objectives.get(values["objective"]), given)
+    objective = objectives.get(values["objective"])
+    problem = objectives.sla_problem(objective, given)
+    if not problem and objective.needs_sla and values.get("search"):
+        problem = f"objective: the step search judges throughput or per_user, not {objective.name}"
     return [problem] if problem else []
 
 

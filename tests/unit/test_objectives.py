@@ -23,6 +23,7 @@ from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.report.render import render
 from analysis.report.sla import Sla
+from analysis.search.objective import level_samples
 
 
 def level(tps: float, duration_s: float) -> list:
@@ -115,3 +116,10 @@ def test_goodput_ranks_on_requests_within_the_slos(tmp_path: Path) -> None:
     step = tables.step.set_index("config")
     assert step.loc["s2", "score"] == pytest.approx(0.1) and step.loc["baseline", "score"] == 0.0
     assert bool(step.loc["s2", "best"]) and step.loc["s2", "objective"] == "goodput"
+
+
+def test_the_step_search_judges_a_probe_on_the_objective() -> None:
+    probe = fact(config(2), level(70.0, 8.0))
+    assert level_samples(probe) == {1: [pytest.approx(16.0)] * 3}  # throughput: 128 tokens / 8 s
+    per_user = level_samples(probe, objective=objectives.PER_USER)
+    assert per_user == {1: [pytest.approx(128 / (0.5 + 128 / 70.0))] * 3}

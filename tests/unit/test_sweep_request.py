@@ -225,6 +225,10 @@ def test_the_sweeps_slos_and_objective_become_the_analysis_options_and_an_unset_
     [
         ({"objective": "latency"}, "objective: 'latency' is not one of: 'throughput', 'per_user', 'goodput'"),
         ({"objective": "goodput"}, "objective: goodput counts requests within the SLOs; set sla_ttft_p99_ms"),
+        (
+            {"objective": "goodput", "sla_itl_p99_ms": 50, "search": "steps"},
+            "objective: the step search judges",
+        ),
     ],
 )
 def test_an_objective_that_cannot_rank_is_refused_naming_the_choices(given: dict, error: str) -> None:
