@@ -197,7 +197,7 @@ class ActionModule(ActionBase):
         entry = {e.config.id: i for i, e in enumerate(host_plan.entries) if e.config.speculative}
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
-        data = race.table(race.facts(host_dir), max_launch=launches)
+        data = race.table(race.facts(host_dir), max_launch=launches, sweep_dir=host_dir.parent)
         chosen = race.finalists(data, list(entry))
         out = [
             hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True),
