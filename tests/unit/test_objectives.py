@@ -23,6 +23,7 @@ from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.report.render import render
 from analysis.report.sla import Sla
+from analysis.running import race
 from analysis.search.objective import level_samples
 
 
@@ -123,3 +124,18 @@ def test_the_step_search_judges_a_probe_on_the_objective() -> None:
     assert level_samples(probe) == {1: [pytest.approx(16.0)] * 3}  # throughput: 128 tokens / 8 s
     per_user = level_samples(probe, objective=objectives.PER_USER)
     assert per_user == {1: [pytest.approx(128 / (0.5 + 128 / 70.0))] * 3}
+
+
+@pytest.mark.parametrize(
+    ("settings", "best"),
+    [
+        ({}, "s2"),
+        ({"objective": "per_user"}, "baseline"),
+        ({"objective": "goodput", "sla_ttft_p99_ms": 600}, "s2"),
+    ],
+)
+def test_racing_ranks_on_the_objective_the_sweep_recorded(tmp_path: Path, settings: dict, best: str) -> None:
+    sweep = disagreeing(tmp_path)
+    (sweep / "sweep.json").write_text(json.dumps({"settings": settings}))
+    step = race.table(race.facts(sweep / "gpu-a"), sweep_dir=sweep)
+    assert step.loc[step["best"].astype(bool), "config"].tolist() == [best], step[["config", "score", "best"]]
