@@ -27,8 +27,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-import pandas as pd
-
 
 @dataclass(frozen=True)
 class Objective:
@@ -93,45 +91,3 @@ def add_option(parser: argparse.ArgumentParser) -> None:
 def from_args(args: argparse.Namespace) -> Objective:
     """The objective the --objective option gave."""
     return get(args.objective)
-
-
-def _pct(ratio: float) -> str:
-    """A ratio as a signed % change."""
-    return f"{(ratio - 1.0) * 100.0:+.1f}%"
-
-
-def disagreements(step: pd.DataFrame) -> list[str]:
-    """One line per config whose verdict against the baseline on the ranked objective is better or
-    worse while another objective's median goes the other way (the step table with
-    analysis.report.sla's columns): `gpu-a c4 s1: wins on throughput (+12.0%), loses on per_user (-8.1%)`.
-    """
-    if step.empty or "objective" not in step.columns:
-        return []
-    ranked = get(str(step["objective"].iloc[0]))
-    others = [o for o in OBJECTIVES.values() if o is not ranked and o.column in step.columns]
-    keys = ["sweep_id", "host", "engine", "model", "workload", "concurrency"]
-    base = ~step["speculative"].astype(bool) & step["env_profile"].eq("default")
-    columns = [o.column for o in others]
-    ref = step.loc[base, [*keys, *columns]].drop_duplicates(keys)
-    ref = ref.rename(columns={c: f"b_{c}" for c in columns})
-    decided = step[step["verdict"].isin(["better", "worse"]) & ~base]
-    rows = decided.astype({k: "object" for k in keys if k != "concurrency"}).merge(
-        ref.astype({k: "object" for k in keys if k != "concurrency"}), on=keys, how="left"
-    )
-    lines = []
-    for r in rows.to_dict("records"):
-        wins = r["verdict"] == "better"
-        ratios = {o.name: r[o.column] / r[f"b_{o.column}"] for o in others}
-        # Only a median on the other side of 1 (NaN: not measured, as goodput without an SLA).
-        against = [
-            f"{n} ({_pct(x)})" for n, x in ratios.items() if pd.notna(x) and x != 1.0 and (x < 1.0) == wins
-        ]
-        if against:
-            where = " ".join(str(r[k]) for k in ("host",)) + f" c{r['concurrency']:g}"
-            load = f" {r['workload']}" if isinstance(r["workload"], str) else ""
-            say, other = ("wins", "loses") if wins else ("loses", "wins")
-            lines.append(
-                f"{where}{load} {r['config']}: {say} on {ranked.name} ({r['speedup_pct']:+.1f}%), "
-                f"{other} on {', '.join(against)} by median"
-            )
-    return lines

@@ -18,6 +18,7 @@ import pandas as pd
 from analysis.report import objectives
 from analysis.report.compare import GROUP, is_baseline
 from analysis.report.crosshost import FAMILY
+from analysis.report.disagree import disagreements
 from analysis.report.profiles import profile_table
 
 MISSING = "–"
@@ -109,7 +110,7 @@ class Tables:
             for header, marks, line in LEGEND
             if not marks or any(m in cell for cell in by_header[header] for m in marks)
         ]
-        return [*marked, *objective_notes(ranked, objectives.disagreements(self.step))]
+        return [*marked, *objective_notes(ranked, disagreements(self.step))]
 
     @functools.cached_property
     def profiles(self) -> pd.DataFrame:
