@@ -69,8 +69,11 @@ def simulate(
         mine = template[template["config_id"] == cid]
         level = mine.loc[mine.index.repeat(repeats)].reset_index(drop=True)
         tps = level["decode_tps"] * np.exp(effect + rng.normal(0.0, noise, len(level)))
+        # The same tokens at the drawn speed: the window shrinks as the rate grows, so that the
+        # objective the step table ranks on (throughput by default) moves with the draw.
         drawn[cid, k] = level.assign(
-            decode_tps=tps, launch_index=k, repeat=np.tile(range(repeats), len(mine)),
+            decode_tps=tps, duration_s=level["duration_s"] * level["decode_tps"] / tps, launch_index=k,
+            repeat=np.tile(range(repeats), len(mine)),
             run_index=range(len(level)), started_at=float(at),
         )  # fmt: skip
     parts: list[pd.DataFrame] = []

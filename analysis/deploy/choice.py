@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import objectives
 from analysis.facts.load import LoadResult, load_sweeps
 from analysis.redact import REDACTED
 from analysis.report import mix as traffic
@@ -161,12 +162,23 @@ def choose(
     except (ValueError, PlanError) as exc:
         raise DeployError(f"from: {plan_path}: {exc}") from None
     sweep_id = plan.sweep.id
+    # The objective the sweep was asked to rank on (older sweeps: the default) picks the config and
+    # is what the gate measures again.
+    objective = objectives.get(plan.sweep.settings.objective)
+    if objective.needs_sla:
+        raise DeployError(
+            f"from: sweep {sweep_id} ranks on {objective.name}; the deploy gate measures throughput or "
+            "per_user only (deploy with config=NAME from a sweep ranked on one of them)"
+        )
     result = result or load_sweeps([sweep_dir])
     if result.runs.empty:
         raise DeployError(f"from: sweep {sweep_id} holds no result facts")
     try:
         step, shares = traffic.answer_table(
-            build_tables(result).step, mix, option="mix", default=traffic.recorded([sweep_dir])
+            build_tables(result, objective=objective).step,
+            mix,
+            option="mix",
+            default=traffic.recorded([sweep_dir]),
         )
     except MixError as exc:
         raise DeployError(str(exc)) from None
@@ -217,7 +229,9 @@ def choose(
             "listen": server.host,
             "health_timeout_s": server.health_timeout_s,
             "sweep": {
-                "tok_s": _number(row["decode_tps"]),
+                # The objective's median and interval (tok/s), as the gate measures it again.
+                "objective": objective.name,
+                "tok_s": _number(row["score"]),
                 "tok_s_ci_lo": _number(row["tps_ci_lo"]),
                 "tok_s_ci_hi": _number(row["tps_ci_hi"]),
                 "accept_length": _number(acc_row.get("mean")),

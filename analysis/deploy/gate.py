@@ -1,8 +1,9 @@
 """The gate a freshly deployed server must pass before the rollout goes on: the short benchmark run
 after its restart against what the sweep measured for the same config on the same host.
 
-In order: no request errors; tok/s (the median over requests of decode tok/s, as the report's; for
-a mix, each workload's median weighed as the sweep's mix row weighs them) not below the sweep's 95%
+In order: no request errors; tok/s (the sweep's objective, throughput or per_user, per run as the
+report's, their median; for a mix, each workload's median weighed as the sweep's mix row weighs
+them) not below the sweep's 95%
 lower bound for that config, or, with a tolerance, not below the sweep's median less that many %;
 the accept length (speculative configs) within the sweep's 95% interval widened by ACCEPT_SLACK
 each side. Where the sweep has no interval (one good repeat) DEFAULT_TOLERANCE_PCT stands in.
@@ -17,9 +18,11 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import objectives
 from analysis.facts.rows import run_numbers
 from analysis.facts.schema import Run, SchemaError, from_dict
 from analysis.report import mix
+from analysis.report.compare import run_values
 
 # A short run's acceptance wanders a little from the sweep's over the same prompts (batching, the
 # n-gram table's warm-up): a relative margin around the interval, so that only a real change fails.
@@ -60,15 +63,16 @@ def rate(
 
 
 def measured(
-    bench: dict[str, Any], shares: Mapping[str, float] | None = None
+    bench: dict[str, Any], shares: Mapping[str, float] | None = None, objective: str | None = None
 ) -> tuple[float | None, float | None, int, int, str | None]:
-    """(tok/s, accept length, errors, requests, first error) of a benchmark client document."""
+    """(tok/s of the objective, accept length, errors, requests, first error) of a benchmark client
+    document."""
     try:
         runs = from_dict(list[Run], bench.get("runs") or [])
     except SchemaError as exc:
         return None, None, 1, 0, f"unreadable benchmark output: {exc}"
     numbers = [run_numbers(r) for r in runs]
-    tps = rate(runs, [n["decode_tps"] for n in numbers], shares)
+    tps = rate(runs, run_values(runs, objectives.get(objective)), shares)
     accepts = [r.spec.accept_length for r in runs if r.spec.accept_length is not None]
     errors = sum(n["n_errors"] for n in numbers) + (1 if bench.get("error") else 0)
     first = bench.get("error") or next((n["message"] for n in numbers if n["message"]), None)
@@ -98,7 +102,7 @@ def judge(
 ) -> Verdict:
     """The gate's verdict on one host's short benchmark against the sweep's figures for its config
     (for the mix `shares` where the deploy named one: the sweep's figures are then the mix's)."""
-    tps, accept, errors, requests, first = measured(bench, shares)
+    tps, accept, errors, requests, first = measured(bench, shares, sweep.get("objective"))
     low = floor(sweep, tolerance_pct)
     figures = {
         "tok_s": tps,

@@ -28,7 +28,7 @@ LATENCY_COLUMNS = [
 RUN_COLUMNS = [
     "path", "source", "sweep_id", "host", "engine", "engine_version", "model", "config_id",
     *COLUMNS, "status", "started_at", "concurrency", "repeat", "duration_s", "n_requests",
-    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", *LATENCY_COLUMNS,
+    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "user_tps", *LATENCY_COLUMNS,
     "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
     "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
     "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
@@ -44,7 +44,7 @@ INT_COLUMNS = [
     "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index", "launch_index",
 ]  # fmt: skip
 FLOAT_COLUMNS = [
-    "started_at", "duration_s", "decode_tps", *LATENCY_COLUMNS,
+    "started_at", "duration_s", "decode_tps", "user_tps", *LATENCY_COLUMNS,
     "accept_length", "accept_rate", "step_time_ms", "achieved_concurrency",
     "window_output_tokens", "window_requests", "server_running", "server_queued", "server_queued_max",
 ]  # fmt: skip

@@ -86,6 +86,8 @@ def run_numbers(run: Run) -> Row:
     # are not per-token latencies (their median falls between ~0 and a step) and are named apart.
     gap, gap_p99 = quantiles(itertools.chain.from_iterable(q.itl_s for q in ok), 0.5, 0.99)
     (decode,) = quantiles((q.decode_tps for q in ok if q.decode_tps is not None), 0.5)
+    # What a user waits for per token, the first token's wait included (analysis.objectives).
+    (user,) = quantiles((q.output_tokens / q.e2e_s for q in ok if q.e2e_s > 0 and q.output_tokens), 0.5)
     n = len(run.requests)
     run_ok = n > 0 and not errors
     return {
@@ -96,6 +98,7 @@ def run_numbers(run: Run) -> Row:
         "cause": None if run_ok else ("no_requests" if n == 0 else "request_error"),
         "message": errors[0] if errors else None,
         "decode_tps": decode,
+        "user_tps": user,
         "ttft_s": ttft,
         "ttft_p90_s": ttft_p90,
         "ttft_p99_s": ttft_p99,

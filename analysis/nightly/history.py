@@ -31,11 +31,13 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import deployments
+from analysis import deployments, objectives
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
 from analysis.nightly import provenance, recommendations
-from analysis.report.sla import Sla, add_sla_options
+from analysis.objectives import Objective
+from analysis.report.compare import run_score
+from analysis.report.sla import Sla, add_sla_options, with_run_goodput
 from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
 DEFAULT = Path("results/history.sqlite")
@@ -56,6 +58,9 @@ RUN_COLUMNS = {
     "launch": "INTEGER NOT NULL DEFAULT 1", "repeat": "INTEGER NOT NULL",
     "run_ok": "INTEGER NOT NULL", "cause": "TEXT", "decode_tps": "REAL", "accept_length": "REAL",
     "ttft_s": "REAL", "tpot_s": "REAL", "step_time_ms": "REAL",
+    # Each objective's value of the run (analysis.objectives; goodput under ingest's SLA):
+    # what `regress --objective` judges.
+    "total_tps": "REAL", "user_tps": "REAL", "goodput_rps": "REAL",
 }  # fmt: skip
 FAILURE_FIELDS = ["sweep_id", "host", "engine", "engine_version", "model", "config_id", "cause", "message"]
 SCHEMA = f"""
@@ -88,6 +93,10 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         if "NOT NULL" in kind and "DEFAULT" not in kind:  # every store had these: this is something else
             raise HistoryError(f"{path}: table runs has no column {name}; not a specsweep history store")
         conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+    kept = {row[1] for row in conn.execute("PRAGMA table_info(recommendations)")}
+    for name, kind in recommendations.VALUES.items():  # all nullable: NULL, not recorded then
+        if name not in kept:
+            conn.execute(f"ALTER TABLE recommendations ADD COLUMN {name} {kind}")
     for table in ("runs", "recommendations"):
         _rekey(conn, table)
 
@@ -163,14 +172,16 @@ def _insert(
 
 
 def ingest(
-    conn: sqlite3.Connection, result: LoadResult, sla: Sla = NO_SLA
+    conn: sqlite3.Connection, result: LoadResult, sla: Sla = NO_SLA, objective: Objective = objectives.DEFAULT
 ) -> dict[str, tuple[int, int, int]]:
     """Add the loaded runs, provenance and recommendation; per sweep (runs added, runs already present,
     load levels recommended).
 
     Failures count as runs.
     """
-    runs = result.runs
+    runs = with_run_goodput(result.runs, result.requests, sla)
+    # Every objective's value per run (NaN where the run did not complete), whichever ranks tonight.
+    runs = runs.assign(**{o.column: run_score(runs, o) for o in objectives.OBJECTIVES.values()})
     measured = runs[runs["run_index"].notna()].astype({"run_ok": "int64", "speculative": "int64"})
     measured = measured.assign(
         workload=measured["workload"].astype(object).fillna(""),
@@ -178,7 +189,7 @@ def ingest(
     )
     failed = runs[runs["run_index"].isna() & runs["failed"]]
     origins = provenance.read(result.files)
-    recommended = recommendations.compute(result, sla)
+    recommended = recommendations.compute(result, sla, objective)
     counts: dict[str, tuple[int, int, int]] = {}
     with conn:
         starts = runs.groupby("sweep_id", observed=True)["started_at"].min()
@@ -229,11 +240,17 @@ def add_parser(subparsers: Any) -> None:
     add_load_options(parser)
     add_history_option(parser)
     add_sla_options(parser)  # the SLA the stored recommendation is made under, as `recommend` takes it
+    objectives.add_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the folders and add their runs to the history; exit 2 when nothing was readable."""
+    sla, objective = Sla.from_args(args), objectives.from_args(args)
+    problem = objectives.sla_problem(objective, sla.given)
+    if problem:
+        print(f"analysis ingest: {problem}", file=sys.stderr)
+        return 2
     result = load(args)
     if result.runs.empty:
         print(f"no readable result facts under {' '.join(map(str, args.sweeps))}", file=sys.stderr)
@@ -244,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     try:
-        counts = ingest(conn, result, Sla.from_args(args))
+        counts = ingest(conn, result, sla, objective)
     finally:
         conn.close()
     for sweep, (added, present, levels) in counts.items():

@@ -19,7 +19,9 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import objectives
 from analysis.facts.load import LoadResult
+from analysis.objectives import Objective
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
 from analysis.report.sla import Sla
@@ -30,7 +32,7 @@ LEVEL = [*GROUP, "concurrency"]
 VALUES = {
     "config": "TEXT", "decode_tps": "REAL", "speedup_pct": "REAL", "speedup_ci_lo": "REAL",
     "speedup_ci_hi": "REAL", "meets_sla": "INTEGER", "goodput_rps": "REAL", "reason": "TEXT",
-    "sla_ttft_p99_ms": "REAL", "sla_itl_p99_ms": "REAL",
+    "sla_ttft_p99_ms": "REAL", "sla_itl_p99_ms": "REAL", "objective": "TEXT",
 }  # fmt: skip
 FIELDS = ["sweep_id", *LEVEL, *VALUES]
 TABLE = f"""
@@ -47,9 +49,10 @@ CHANGES = [
 ]  # fmt: skip
 
 
-def compute(result: LoadResult, sla: Sla) -> pd.DataFrame:
-    """The loaded sweeps' recommendation as stored: one row per (sweep, host group, concurrency)."""
-    rec = recommend(build_tables(result, sla=sla).step)
+def compute(result: LoadResult, sla: Sla, objective: Objective = objectives.DEFAULT) -> pd.DataFrame:
+    """The loaded sweeps' recommendation as stored: one row per (sweep, host group, concurrency),
+    with the objective it ranked on."""
+    rec = recommend(build_tables(result, sla=sla, objective=objective).step)
     rec = rec.assign(
         workload=rec["workload"].astype(object).fillna(""),
         meets_sla=rec["meets_sla"].astype("boolean").astype("Int64"),

@@ -48,6 +48,8 @@ HELP = {
               " or own (each cell's alone)"),
     "min_accept_length": ("L", "gate: a speculative cell below this accept length regressed"),
     "accept_drop": ("SHARE", "gate: ... or this share below the median of its previous nights"),
+    "objective": ("NAME", "what a cell's night is: its median of throughput (total tok/s), per_user or"
+                  " goodput (stored at ingest under its SLA)"),
 }  # fmt: skip
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import deployments
+from analysis import deployments, objectives
 from analysis.nightly import recommendations
 from analysis.nightly.judge import FAILING, HARMFUL, VERDICTS, YOUNG_NIGHTS, Priors
 from analysis.nightly.noise import MIN_CELLS, NO_PRIOR
@@ -104,8 +104,9 @@ def _row(r: pd.Series) -> list[str]:
 def _rules(s: Settings) -> str:
     """What the verdicts mean under these settings, in one paragraph."""
     change_point = (
-        f"a change point in the cell's nightly median decode tok/s (E-divisive means over its last {s.nights}"
-        f" nights, across engine versions; Student's t p ≤ {s.alpha:g}, a change of at least"
+        f"a change point in the cell's nightly median {objectives.get(s.objective).label()} (objective"
+        f" {s.objective}; E-divisive means over its last {s.nights} nights, across engine versions;"
+        f" Student's t p ≤ {s.alpha:g}, a change of at least"
         f" {s.min_change * 100:g}%) that starts a segment within the last {s.window} night(s), or a drop"
         f" of at least {s.min_change * 100:g}% over the last {RECENT_TEXT} nights against the nights before"
         f" them, in tok/s or in the accept length or step time that carries half of it (one-sided t p ≤"

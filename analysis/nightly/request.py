@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from analysis.nightly.settings import Settings
-from analysis.sweep.request import BY_NAME, sla_options
+from analysis.sweep.request import BY_NAME, ranking_options
 
 DEFAULTS: dict[str, Any] = {
     # The grid: the sweep's settings of the same names (analysis.sweep.request).
@@ -32,7 +32,8 @@ DEFAULTS: dict[str, Any] = {
     "sla_ttft_p99_ms": None,
     "sla_itl_p99_ms": None,
     # The regression check (`python -m analysis regress`): its rules' settings, each the option of
-    # the same name (analysis.nightly.settings says what they mean).
+    # the same name (analysis.nightly.settings says what they mean); `objective` is the sweep's too,
+    # so the night's report, stored recommendation and regressions rank on the same figure.
     **Settings().as_dict(),
 }
 REGRESS = tuple(field.name for field in dataclasses.fields(Settings))
@@ -105,8 +106,9 @@ def commands(night: Mapping[str, Any]) -> dict[str, Any]:
     history = history_path(night.get("history"), results, "")
     out = f"{night.get('reports_dir') or f'{results}/nightly/reports'}/{sweep['id']}"
     analysis = [night["python"], "-m", "analysis"]
-    # The sweep's SLOs reach the report and the stored recommendation (none when unset).
-    sla = sla_options(sweep["settings"])
+    # The sweep's SLOs and objective reach the report, the stored recommendation and the regression
+    # check (none when unset), so that every night ranks and judges on what the operator chose.
+    sla = ranking_options(sweep["settings"])
     prometheus = ["--prometheus", night["prometheus"]] if night.get("prometheus") else []
     files = [
         "--markdown",

@@ -7,12 +7,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
+from analysis import objectives
+
 Rule = Literal["change_point", "window", "either"]
 RULES: tuple[Rule, ...] = ("change_point", "window", "either")
 Noise = Literal["shared", "own"]
 NOISES: tuple[Noise, ...] = ("shared", "own")
 # The settings that are one of a few words, and those words.
-CHOICES: dict[str, tuple[str, ...]] = {"rule": RULES, "noise": NOISES}
+CHOICES: dict[str, tuple[str, ...]] = {"rule": RULES, "noise": NOISES, "objective": objectives.NAMES}
 # Fewer nights give a one-night segment at most one degree of freedom: the window rule judges them
 # (analysis.nightly.judge), and the change-point rule needs at least this many to search.
 MIN_NIGHTS = 4
@@ -69,6 +71,9 @@ class Settings:
     # x the median of its previous `window` nights, is regressed whatever tok/s did.
     min_accept_length: float = 1.2
     accept_drop: float = 0.2
+    # What a night's value of a cell is, and so what a regression is a drop of: the sweep's
+    # objective (analysis.objectives), as the night's report and recommendation rank on it.
+    objective: str = objectives.DEFAULT.name
 
     def __post_init__(self) -> None:
         problems = [problem for f in fields(self) if (problem := self._problem(f.name, f.default))]

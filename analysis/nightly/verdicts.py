@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import objectives
 from analysis.nightly import judge, provenance
 from analysis.nightly.changepoint import Comparison
 from analysis.nightly.settings import Settings
@@ -31,8 +32,11 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def nightly(sweeps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (cell, sweep), oldest sweep first: medians of the runs that completed."""
+def nightly(
+    sweeps: pd.DataFrame, runs: pd.DataFrame, column: str = objectives.DEFAULT.column
+) -> pd.DataFrame:
+    """One row per (cell, sweep), oldest sweep first: medians of the runs that completed; `tps` is
+    the objective's `column` (nights ingested before the history kept it have none)."""
     rank = {sid: i for i, sid in enumerate(sweeps["sweep_id"])}
     ok = runs["run_ok"].astype(bool)
     speculative = runs["speculative"].fillna(0).astype(bool)
@@ -42,7 +46,7 @@ def nightly(sweeps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     runs = runs.assign(
         rank=runs["sweep_id"].map(rank),
         engine_version=runs["engine_version"].fillna("unknown"),
-        tps=runs["decode_tps"].where(ok),
+        tps=runs[column].astype("float64").where(ok),
         accept=runs["accept_length"].where(ok & speculative),
         step_engine=runs["step_time_ms"].where(ok),
         step_derived=(tokens_per_step / runs["decode_tps"] * 1000.0).where(ok),
@@ -173,7 +177,7 @@ def verdicts(tables: dict[str, pd.DataFrame], latest: str, s: Settings) -> tuple
     cells of the night share (judge.fleet_noise)."""
     sweeps = tables["sweeps"]
     rank = int(np.flatnonzero(sweeps["sweep_id"] == latest)[0])
-    per_night = nightly(sweeps, tables["runs"])
+    per_night = nightly(sweeps, tables["runs"], objectives.get(s.objective).column)
     per_night = per_night[per_night["rank"] <= rank]
     now = per_night[per_night["rank"] == rank]
     origins = tables["provenance"].set_index(list(provenance.KEY)).to_dict("index")

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis import cache
+from analysis import cache, objectives
 from analysis.facts.load import LoadResult
 from analysis.facts.options import add_load_options, load
+from analysis.objectives import Objective
 from analysis.report.compare import NOISY_CV, step_table
 from analysis.report.crosshost import SLOW_PCT, cross_host, host_speed
 from analysis.report.deploy import adaptive_blocks, sla_blocks
@@ -18,7 +19,7 @@ from analysis.report.plotter import Plotter
 from analysis.report.positions import position_blocks, position_table
 from analysis.report.recommend import adaptive_table
 from analysis.report.render import FORMATS, Tables, render, render_markdown
-from analysis.report.sla import Sla, add_sla_options, with_sla
+from analysis.report.sla import Sla, add_sla_options, with_run_goodput, with_sla
 
 EXIT_OK = 0
 EXIT_USAGE = 2  # argparse's own code for bad usage; also "nothing to report"
@@ -46,16 +47,32 @@ def add_parser(subparsers: Any) -> None:
         help=f"flag hosts this far below the fleet median (default {SLOW_PCT:g})",
     )  # fmt: skip
     add_sla_options(parser)
+    objectives.add_option(parser)
     parser.set_defaults(func=run)
 
 
+def ranking(args: argparse.Namespace) -> tuple[Sla, Objective]:
+    """The SLA and objective of report / recommend / ingest options; ObjectiveError for goodput
+    without an SLO."""
+    sla, objective = Sla.from_args(args), objectives.from_args(args)
+    problem = objectives.sla_problem(objective, sla.given)
+    if problem:
+        raise objectives.ObjectiveError(problem)
+    return sla, objective
+
+
 def build_tables(
-    result: LoadResult, noisy_cv: float = NOISY_CV, slow_pct: float = SLOW_PCT, sla: Sla = NO_SLA
+    result: LoadResult,
+    noisy_cv: float = NOISY_CV,
+    slow_pct: float = SLOW_PCT,
+    sla: Sla = NO_SLA,
+    objective: Objective = objectives.DEFAULT,
 ) -> Tables:
-    """The step table (with goodput and throughput), cross-host view and host speeds of loaded results;
-    the SLA view when an SLA is given, the adaptive view when an adaptive arm was measured, and the
-    acceptance by draft position where the engine reported it."""
-    step = step_table(result.runs, result.requests, noisy_cv=noisy_cv)
+    """The step table (with goodput and throughput, ranked on `objective`), cross-host view and host
+    speeds of loaded results; the SLA view when an SLA is given, the adaptive view when an adaptive
+    arm was measured, and the acceptance by draft position where the engine reported it."""
+    runs = with_run_goodput(result.runs, result.requests, sla) if objective.needs_sla else result.runs
+    step = step_table(runs, result.requests, noisy_cv=noisy_cv, objective=objective)
     step = with_sla(step, result.runs, result.requests, sla)
     extra = [
         *(sla_blocks(step, sla) if sla.given else []),
@@ -102,6 +119,11 @@ def write_report(
 def run(args: argparse.Namespace) -> int:
     """Load, compare, print the table on stdout (problems on stderr), write --out if asked."""
     # Plots start now, in a helper that imports matplotlib while the rows load (analysis.report.plotter).
+    try:
+        sla, objective = ranking(args)
+    except objectives.ObjectiveError as exc:
+        print(f"analysis report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     wanted = args.out is not None or args.format == "html"
     with Plotter() if wanted else contextlib.nullcontext() as plotter:
         result = load(args)
@@ -109,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
             dirs = " ".join(str(p) for p in args.sweeps)
             print(f"no readable result facts under {dirs}", file=sys.stderr)
             return EXIT_USAGE
-        tables = build_tables(result, args.noisy_cv, args.slow_host_pct, Sla.from_args(args))
+        tables = build_tables(result, args.noisy_cv, args.slow_host_pct, sla, objective)
         if plotter is not None:
             plotter.submit(tables.step, tables.speed, None if args.no_cache else cache.folder())
         problems = [f"{path}: {reason}" for path, reason in result.problems]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
-from analysis import hostorder
+from analysis import hostorder, objectives
+from analysis.facts.rows import run_numbers
+from analysis.facts.schema import Run
 from analysis.report import equivalence
 from analysis.report.launches import launch_table
 from analysis.stats import log_ratio_ci, median_ci, ratio_ci, straddles_zero, verdict
@@ -32,6 +36,8 @@ TABLE_COLUMNS = [
     "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", *LATENCY_MS,
     "step_ms", "cv_pct", "noisy", "repeats_ok", "failures",
     "cause", "text_compared", "text_diverged", "diverge_word", "best",
+    # what ranks: the objective's median (speedup, verdict, best and their intervals are of it)
+    "objective", "score", "user_tps",
     "n_ok", "log_var",
     "se2", "se_df",  # what an interval against another row needs (analysis.report.recommend)
     "total_tps",  # throughput; analysis.report.sla places it with the other deployment columns
@@ -46,7 +52,7 @@ TABLE_COLUMNS = [
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
 # What the speedup intervals need from the other side.
-_STATS = ["decode_tps", "se2", "se_df", "launches", "ci_basis"]
+_STATS = ["score", "se2", "se_df", "launches", "ci_basis"]
 # The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
 # measured no config twice: measured on the README demo's machine (docs/trust-stats.md).
 LAUNCH_CV_PRIOR = 0.25
@@ -85,14 +91,49 @@ def total_tps(runs: pd.DataFrame) -> pd.Series:
     return tps.where(runs["run_index"].notna())
 
 
-def _cells(runs: pd.DataFrame) -> pd.DataFrame:
+def run_score(runs: pd.DataFrame, objective: objectives.Objective) -> pd.Series:
+    """Per run row: the objective's value, NaN for a run that did not complete.
+
+    Goodput reads the runs' own goodput_rps (analysis.report.sla.with_run_goodput: it needs the
+    requests and the SLOs); ValueError where they do not carry it.
+    """
+    if objective is objectives.THROUGHPUT:
+        value = total_tps(runs)
+    elif objective.column in runs.columns:
+        value = runs[objective.column].astype("float64")
+    else:
+        raise ValueError(f"objective {objective.name}: the runs carry no {objective.column} (no SLA given?)")
+    return value.where(runs["run_ok"].fillna(False).astype(bool))
+
+
+def run_values(runs: Sequence[Run], objective: objectives.Objective) -> list[float | None]:
+    """Each run's value of a runs-only objective (throughput, per_user) by run_score's rule: for
+    what reads a fact's or a benchmark's runs, not the report's rows (the step search, the deploy
+    gate); None for a run that did not complete."""
+    numbers = [run_numbers(r) for r in runs]
+    frame = pd.DataFrame(
+        {
+            "run_index": range(len(runs)),
+            "user_tps": [n["user_tps"] for n in numbers],
+            "output_tokens": [n["output_tokens"] for n in numbers],
+            "duration_s": [r.duration_s for r in runs],
+            "window_output_tokens": [r.window_output_tokens for r in runs],
+        },
+        dtype="float64",
+    ).assign(run_ok=[n["run_ok"] for n in numbers])
+    return [None if pd.isna(v) else float(v) for v in run_score(frame, objective)]
+
+
+def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:
     """One row per (group, config): medians over repeats that completed, counts, spread."""
-    metrics = ["decode_tps", "accept_length", *LATENCY, "step_time_ms", "achieved_concurrency",
+    metrics = ["decode_tps", "user_tps", "accept_length", *LATENCY, "step_time_ms", "achieved_concurrency",
                "server_running", "server_queued", "server_queued_max"]  # fmt: skip
+    score = run_score(runs, objective)
     # Numbers from failed runs must not leak into the medians.
     runs = runs.assign(**{m: runs[m].where(runs["run_ok"]) for m in metrics})
     runs = runs.assign(
-        log_tps=np.log(runs["decode_tps"].where(runs["decode_tps"] > 0)),
+        score=score,
+        log_tps=np.log(score.where(score > 0)),
         total_tps=total_tps(runs),
         # In flight: the server's running count where it gave one, else the client's.
         _held=runs["server_running"].fillna(runs["achieved_concurrency"]),
@@ -103,10 +144,12 @@ def _cells(runs: pd.DataFrame) -> pd.DataFrame:
         .agg(
             **{c: (c, "first") for c in [*CONFIG_COLUMNS, "source", "engine_version"]},
             decode_tps=("decode_tps", "median"),
+            user_tps=("user_tps", "median"),
+            score=("score", "median"),
             n_ok=("log_tps", "count"),
             log_var=("log_tps", "var"),
-            tps_mean=("decode_tps", "mean"),
-            tps_std=("decode_tps", "std"),
+            tps_mean=("score", "mean"),
+            tps_std=("score", "std"),
             accept_length=("accept_length", "mean"),
             **{c: (c, "median") for c in LATENCY},
             step_ms=("step_time_ms", "median"),
@@ -147,15 +190,20 @@ def _versus(table: pd.DataFrame, chosen: pd.Series, prefix: str) -> pd.DataFrame
 
 
 def step_table(
-    runs: pd.DataFrame, requests: pd.DataFrame | None = None, noisy_cv: float = NOISY_CV
+    runs: pd.DataFrame,
+    requests: pd.DataFrame | None = None,
+    noisy_cv: float = NOISY_CV,
+    objective: objectives.Objective = objectives.DEFAULT,
 ) -> pd.DataFrame:
-    """One row per (sweep, host, engine, model, concurrency, config): speedups with 95% CIs."""
-    table = _cells(spread_failures(runs))
-    table["tps_ci_lo"], table["tps_ci_hi"] = median_ci(table["decode_tps"], table["se2"], table["se_df"])
+    """One row per (sweep, host, engine, model, concurrency, config): speedups with 95% CIs, on the
+    objective's value per repeat (`score`; analysis.objectives)."""
+    table = _cells(spread_failures(runs), objective)
+    table["objective"] = objective.name
+    table["tps_ci_lo"], table["tps_ci_hi"] = median_ci(table["score"], table["se2"], table["se_df"])
     table["_base"] = is_baseline(table)
     table = _versus(table, table["_base"], "b_")
-    table["speedup_pct"] = (table["decode_tps"] / table["b_decode_tps"] - 1.0) * 100.0
-    ratio = table["decode_tps"] / table["b_decode_tps"]
+    table["speedup_pct"] = (table["score"] / table["b_score"] - 1.0) * 100.0
+    ratio = table["score"] / table["b_score"]
     lo, hi = log_ratio_ci(ratio, table["se2"], table["se_df"], table["b_se2"], table["b_se_df"])
     table["speedup_ci_lo"], table["speedup_ci_hi"] = lo.where(~table["_base"]), hi.where(~table["_base"])
     table["within_noise"] = straddles_zero(table["speedup_ci_lo"], table["speedup_ci_hi"])
@@ -171,12 +219,12 @@ def step_table(
         table["b_ci_basis"].isna(), np.where(within, "within_launch", by_launch)
     )
 
-    eligible = table["failures"].eq(0) & table["decode_tps"].notna()
-    ok_tps = table["decode_tps"].where(eligible)
+    eligible = table["failures"].eq(0) & table["score"].notna()
+    ok_tps = table["score"].where(eligible)
     top = ok_tps.groupby([table[k] for k in GROUP], dropna=False).transform("max")
     table["best"] = eligible & ok_tps.eq(top)
     table = _versus(table, table["best"], "t_")
-    ratio = table["decode_tps"] / table["t_decode_tps"]
+    ratio = table["score"] / table["t_score"]
     table["vs_best_pct"] = (ratio - 1.0) * 100.0
     # Against the best on the verdict's basis (racing drops a config on this interval alone).
     lo, hi = verdict_ci(table, ratio, "t_")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from analysis import objectives
 from analysis.report.recommend import HOST_GROUP
 from analysis.report.render import MISSING, Block, num
 from analysis.report.sla import Sla
@@ -105,13 +106,15 @@ def verdict_words(t: pd.DataFrame) -> list[str]:
 
 
 def recommend_blocks(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> list[Block]:
-    """Per host group: the config to deploy at each level, with why."""
+    """Per host group: the config to deploy at each level, with why, named by the objective ranked on."""
     t = rec
+    objective = objectives.get(t["objective"].dropna().iloc[0] if t["objective"].notna().any() else None)
     arm = adaptive.drop_duplicates(["sweep_id", "host", "engine", "model", "concurrency"])
     arm = t[[*HOST_GROUP, "concurrency"]].merge(arm, on=[*HOST_GROUP, "concurrency"], how="left")
     columns = {
         "concurrency": (True, [str(c) for c in t["concurrency"].tolist()]),
         "config": (False, [c if isinstance(c, str) else "none" for c in t["config"]]),
+        f"{objective.name} {objective.unit}": (True, num(t["score"], ".1f")),
         "tok/s": (True, num(t["decode_tps"], ".1f")),
         "speedup [95% CI]": (False, _ci(t["speedup_pct"], t["speedup_ci_lo"], t["speedup_ci_hi"])),
         "within noise": (False, [", ".join(w) or MISSING for w in t["within_noise"]]),
@@ -122,7 +125,8 @@ def recommend_blocks(rec: pd.DataFrame, adaptive: pd.DataFrame, sla: Sla) -> lis
         "why": (False, t["reason"].tolist()),
     }
     note = (
-        f"SLA: {sla.describe()}; tok/s: median decode tok/s per request; speedup over the baseline; "
-        "verdict: against the baseline, with the launches it rests on (1: one run of each, not repeated)"
+        f"ranked on {objective.label()}: objective={objective.name}; SLA: {sla.describe()}; tok/s: median "
+        "decode tok/s per request; speedup and verdict: the objective's, against the baseline, with the "
+        "launches it rests on (1: one run of each, not repeated)"
     )
-    return host_blocks(t, columns, "recommended", note)
+    return host_blocks(t, columns, f"recommended on {objective.name}", note)

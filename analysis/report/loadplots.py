@@ -80,7 +80,7 @@ def pareto(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | Non
         ax.annotate(f"c{r.concurrency}: {r.config}", (r.total_tps, r.user_tps), xytext=(8, 8),
                     textcoords="offset points", fontsize=8, color="C3")  # fmt: skip
     ax.set_xlabel("total tok/s (all requests' output tokens / run duration)")
-    ax.set_ylabel("per-user tok/s (total / concurrency)")
+    ax.set_ylabel("per-user tok/s (a request's tokens / its e2e, median)")
     ax.set_title(_title(key) + "\nPareto front across concurrency", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)

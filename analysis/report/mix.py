@@ -1,11 +1,12 @@
 """The answer for a traffic mix: workloads weighed as the operator's traffic weighs them (by requests).
 
-`--mix chat=0.7,code=0.3` says 70% of requests are chat. Each config's decode rate over the mix is
-the request-weighted harmonic mean of its per-workload rates (time per token adds up over
-requests; exact when the requests generate the same number of tokens, as with the fixed output
-length), and its log variance follows by the delta method from the workloads' own. The result is a
-step table with workload "mix" (one row per host group, level and config), so the recommendation,
-the within-noise sets and SGLang's adaptive schedule are made from it as from any other table.
+`--mix chat=0.7,code=0.3` says 70% of requests are chat. Each config's rate over the mix (the
+objective's, `score`, and decode tok/s) is the request-weighted harmonic mean of its per-workload
+rates (time per token adds up over requests; exact when the requests generate the same number of
+tokens, as with the fixed output length), and its log variance follows by the delta method from the
+workloads' own. The result is a step table with workload "mix" (one row per host group, level and
+config), so the recommendation, the within-noise sets and SGLang's adaptive schedule are made from
+it as from any other table.
 `rates` is that mean on its own: the step search (analysis.search.objective) judges a probe by it.
 """
 
@@ -90,7 +91,7 @@ def table(step: pd.DataFrame, shares: dict[str, float], option: str = "--mix") -
         )
     t = step[step["concurrency"].notna() & step["workload"].isin(list(shares))].copy()
     t = t.astype({c: "object" for c in ["workload", *KEYS] if c != "concurrency"})
-    t["_inv"] = _time_per_token(t["workload"], t["decode_tps"], shares)
+    t["_inv"] = _time_per_token(t["workload"], t["score"], shares)
     total = t.groupby(KEYS, dropna=False, sort=False)["_inv"].transform("sum")
     # d log(mix) / d log(rate_i) = (share_i / rate_i) / sum_j(share_j / rate_j); the parts' degrees
     # of freedom combine as Welch-Satterthwaite's.
@@ -111,12 +112,13 @@ def table(step: pd.DataFrame, shares: dict[str, float], option: str = "--mix") -
     )
     out = out.reset_index()
     # NaN for a config missing one of the mix's workloads (counted as failed below).
+    out["score"] = rates(t.assign(rate=t["score"]), shares, KEYS).to_numpy()
     out["decode_tps"] = rates(t.assign(rate=t["decode_tps"]), shares, KEYS).to_numpy()
     out["n_ok"] = t.groupby(KEYS, dropna=False, sort=False)["n_ok"].min().to_numpy()
     out["se2"] = out.pop("_var")
     out["se_df"] = out["se2"] ** 2 / out.pop("_v2df")
     # The parts' own intervals do not hold for the mix: its own, as the step table makes them.
-    out["tps_ci_lo"], out["tps_ci_hi"] = median_ci(out["decode_tps"], out["se2"], out["se_df"])
+    out["tps_ci_lo"], out["tps_ci_hi"] = median_ci(out["score"], out["se2"], out["se_df"])
     out["failures"] = out.pop("_fail") + (out.pop("_n") < len(shares)).astype(int)
     out["ttft_p99_ms"], out["tpot_p99_ms"] = out.pop("_ttft"), out.pop("_tpot")
     out["meets_sla"] = out.pop("_meets")
@@ -135,10 +137,10 @@ def _all_known(values: pd.Series) -> object:
 def _against_baseline(out: pd.DataFrame) -> pd.DataFrame:
     """speedup_pct and its interval against the mix's baseline of the same host group and level."""
     level = [*HOST_KEYS, "concurrency"]
-    sides = ["decode_tps", "se2", "se_df", "ci_basis"]
+    sides = ["score", "se2", "se_df", "ci_basis"]
     base = out.loc[is_baseline(out), [*level, *sides]].drop_duplicates(level)
     m = out[level].merge(base.rename(columns=lambda c: c if c in level else f"b_{c}"), on=level, how="left")
-    ratio = out["decode_tps"] / m["b_decode_tps"]
+    ratio = out["score"] / m["b_score"]
     lo, hi = log_ratio_ci(ratio, out["se2"], out["se_df"], m["b_se2"], m["b_se_df"])
     base_row = is_baseline(out)
     out["speedup_pct"] = (ratio - 1.0) * 100.0

@@ -60,7 +60,7 @@ def _lines(spec: pd.DataFrame) -> tuple[list[tuple[str, str, pd.DataFrame]], str
             if c != "host" or len(hosts) > 1
         )
         # Several configs at one step count (draft tokens, top-k): show the fastest.
-        best = part.sort_values("decode_tps", ascending=False).drop_duplicates("steps").sort_values("steps")
+        best = part.sort_values("score", ascending=False).drop_duplicates("steps").sort_values("steps")
         lines.append((label or "speculative", str(part["host"].iloc[0]), best))
     lines.sort(key=lambda line: natural_key(line[1]))  # stable: a host's series keep their order
     return lines, note
@@ -80,7 +80,7 @@ def _styles(lines: list[tuple[str, str, pd.DataFrame]]) -> list[dict[str, str]]:
 
 def _clip_y(ax: Any, lines: list[tuple[str, str, pd.DataFrame]], baselines: pd.Series) -> bool:
     """Fit the y axis to the medians, not to huge intervals (2 repeats: t = 12.7); True if clipped."""
-    y = pd.concat([pts["decode_tps"] for _, _, pts in lines] + [baselines.dropna()])
+    y = pd.concat([pts["score"] for _, _, pts in lines] + [baselines.dropna()])
     lo_ci = pd.concat([pts["tps_ci_lo"] for _, _, pts in lines]).min()
     hi_ci = pd.concat([pts["tps_ci_hi"] for _, _, pts in lines]).max()
     floor, ceil = 0.5 * y.min(), 1.5 * y.max()
@@ -103,8 +103,8 @@ def _finish_steps_axes(fig: Figure, ax: Any, key: tuple[object, ...], note: str,
 
 
 def tokps_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
-    """Median decode tok/s by step count with 95% CI bars, each host's baseline as a dashed line."""
-    spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["decode_tps"].notna()]
+    """The objective's median by step count with 95% CI bars, each host's baseline as a dashed line."""
+    spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["score"].notna()]
     if spec.empty:
         return None
     lines, note = _lines(spec)
@@ -113,7 +113,7 @@ def tokps_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Pl
     styles = _styles(lines)
     for (label, _, pts), style in zip(lines, styles, strict=True):
         x = pts["steps"].astype(float).to_numpy()
-        y = pts["decode_tps"].to_numpy(dtype=float)
+        y = pts["score"].to_numpy(dtype=float)
         err = np.vstack(
             [y - pts["tps_ci_lo"].to_numpy(dtype=float), pts["tps_ci_hi"].to_numpy(dtype=float) - y]
         )
@@ -122,18 +122,16 @@ def tokps_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> Pl
     base = part[
         ~part["speculative"].astype(bool) & part["env_profile"].eq("default") & part["host"].isin(colors)
     ]
-    for _, row in base.dropna(subset=["decode_tps"]).iterrows():
+    for _, row in base.dropna(subset=["score"]).iterrows():
         several = len(colors) > 1
         color = colors[row["host"]] if several else "0.3"
         who = f"{row['host']} " if several else ""
-        ax.axhline(
-            row["decode_tps"], ls=":", lw=1.8, color=color, label=f"{who}baseline {row['decode_tps']:.1f}"
-        )
-    if _clip_y(ax, lines, base["decode_tps"]):
+        ax.axhline(row["score"], ls=":", lw=1.8, color=color, label=f"{who}baseline {row['score']:.1f}")
+    if _clip_y(ax, lines, base["score"]):
         note = ", ".join(filter(None, [note, "some CI bars run off the axes: few repeats"]))
-    _finish_steps_axes(fig, ax, key, note, "median decode tok/s (95% CI)")
+    _finish_steps_axes(fig, ax, key, note, f"median {part['objective'].iloc[0]} (95% CI)")
     return Plot(
-        name, "Decode tok/s vs speculative steps (bars: 95% CI over repeats; dotted: baseline)", png(fig)
+        name, "The objective vs speculative steps (bars: 95% CI over repeats; dotted: baseline)", png(fig)
     )
 
 
@@ -142,7 +140,7 @@ def accept_vs_steps(part: pd.DataFrame, key: tuple[object, ...], name: str) -> P
     spec = part[part["speculative"].astype(bool) & part["steps"].notna() & part["accept_length"].notna()]
     if spec.empty:
         return None
-    lines, note = _lines(spec.assign(decode_tps=spec["decode_tps"].fillna(0.0)))
+    lines, note = _lines(spec.assign(score=spec["score"].fillna(0.0)))
     fig = Figure(figsize=(8, 4.6))
     ax = fig.add_subplot()
     top = 1.0
@@ -185,17 +183,18 @@ def speedup_heatmap(part: pd.DataFrame, key: tuple[object, ...], name: str) -> P
 
 
 def per_host(part: pd.DataFrame, speed: pd.DataFrame, key: tuple[object, ...], name: str) -> Plot | None:
-    """Baseline and best-config tok/s per host as a dot plot, the fleet median; slow hosts in red."""
+    """Baseline and best config per host (the objective's medians) as a dot plot, the fleet median;
+    slow hosts in red."""
     if part["host"].nunique() < 2:
         return None
     base = part[~part["speculative"].astype(bool) & part["env_profile"].eq("default")]
-    base = base.drop_duplicates("host").set_index("host")["decode_tps"]
+    base = base.drop_duplicates("host").set_index("host")["score"]
     top = part[part["best"].astype(bool)].drop_duplicates("host").set_index("host")
     hosts = natural(part["host"].unique())[::-1]  # the first host at the top
     y = np.arange(len(hosts))
     fig = Figure(figsize=(10, max(3.0, 0.22 * len(hosts) + 1.3)))
     ax = fig.add_subplot()
-    best = top["decode_tps"].reindex(hosts).to_numpy(dtype=float)
+    best = top["score"].reindex(hosts).to_numpy(dtype=float)
     err = np.vstack([best - top["tps_ci_lo"].reindex(hosts), top["tps_ci_hi"].reindex(hosts) - best])
     # A dot plot, not bars: hosts differ by a few percent, which bars from zero would hide.
     ax.hlines(y, base.reindex(hosts), best, color="0.8", lw=1.5)
@@ -210,7 +209,7 @@ def per_host(part: pd.DataFrame, speed: pd.DataFrame, key: tuple[object, ...], n
     for tick, h in zip(ax.get_yticklabels(), hosts, strict=True):
         tick.set_color("C3" if h in slow else "black")
     ax.set_ylim(-0.7, len(hosts) - 0.3)
-    ax.set_xlabel("median decode tok/s")
+    ax.set_xlabel(f"median {part['objective'].iloc[0]}")
     ax.set_title(title(key) + "\nper host: baseline → best config (red: slow host)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)

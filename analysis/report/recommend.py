@@ -8,12 +8,12 @@ speed differences (the cross-host view) into the noise; hosts that agree give th
 and one that disagrees is worth seeing. The adaptive schedule is the exception: one file per
 model, the union of the groups' candidate steps per level (see `adaptive_schedule`).
 
-At each level, among the configs with no failure that meet the SLA, the recommendation goes by
-the step table's verdict against the baseline: the fastest (median decode tok/s, the table's
-tok/s) of those whose verdict is `better`; the baseline where none is (within noise, or no
-interval to say: a point estimate alone never names speculation). Only where the baseline
-itself is not eligible does the fastest config stand without a verdict. Configs within noise of
-the one chosen (the same interval, against it) are named as such.
+At each level, among the configs with no failure that meet the SLA, the recommendation goes by the
+step table's verdict against the baseline: the fastest (the highest median of the objective the
+table ranks on, its `score`: analysis.objectives) of those whose verdict is `better`; the
+baseline where none is (within noise, or no interval to say: a point estimate alone never names
+speculation). Only where the baseline itself is not eligible does the fastest config stand without a
+verdict. Configs within noise of the one chosen (the same interval, against it) are named as such.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def eligible(step: pd.DataFrame) -> pd.Series:
     """Rows that may be recommended: no failure, a median, and not missing the SLA."""
     meets = step["meets_sla"] if "meets_sla" in step.columns else pd.Series(pd.NA, index=step.index)
     fine = meets.astype("boolean").fillna(True).astype(bool)
-    return step["failures"].eq(0) & step["decode_tps"].notna() & fine
+    return step["failures"].eq(0) & step["score"].notna() & fine
 
 
 def step_count(step: pd.DataFrame) -> pd.Series:
@@ -68,19 +68,20 @@ def _levels(step: pd.DataFrame) -> pd.DataFrame:
 
 
 def _fastest(t: pd.DataFrame, mask: pd.Series) -> pd.Series:
-    """Per level, the first row of `mask` by median tok/s (ties: the table's order, baseline first)."""
-    ranked = t[mask].sort_values("decode_tps", ascending=False, kind="stable")
+    """Per level, the first row of `mask` by the objective's median (ties: the table's order, baseline
+    first)."""
+    ranked = t[mask].sort_values("score", ascending=False, kind="stable")
     return t.index.isin(ranked.drop_duplicates(LEVEL).index)
 
 
 def _against(t: pd.DataFrame, ref: np.ndarray) -> tuple[pd.Series, pd.Series, pd.Series]:
     """Each row's % difference from its level's `ref` row and the 95% interval on the verdict's
     basis (the table's rule, analysis.report.compare.verdict_ci); NaN without a ref."""
-    stats = ["decode_tps", "se2", "se_df", "ci_basis"]
+    stats = ["score", "se2", "se_df", "ci_basis"]
     r = t.loc[ref, [*LEVEL, *stats]].rename(columns={c: f"r_{c}" for c in stats})
     m = t[LEVEL].merge(r, on=LEVEL, how="left")
     both = pd.concat([t[["se2", "se_df", "ci_basis"]], m[[f"r_{c}" for c in stats]]], axis=1)
-    ratio = t["decode_tps"] / m["r_decode_tps"]
+    ratio = t["score"] / m["r_score"]
     return (ratio - 1.0) * 100.0, *verdict_ci(both, ratio, "r_")
 
 
@@ -109,7 +110,7 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
         fastest & ~chosen & back, [*LEVEL, "config", "speedup_pct", "verdict_ci_lo", "verdict_ci_hi"]
     ]
     passed = passed.rename(columns={c: f"fastest_{c}" for c in passed.columns if c not in LEVEL})
-    done = t.assign(_done=t["failures"].eq(0) & t["decode_tps"].notna())
+    done = t.assign(_done=t["failures"].eq(0) & t["score"].notna())
     counts = done.groupby(LEVEL, dropna=False, sort=False).agg(
         n_eligible=("_ok", "sum"), n_done=("_done", "sum")
     )
@@ -129,16 +130,16 @@ def recommend(step: pd.DataFrame) -> pd.DataFrame:
 
 
 _PICKED = [
-    "config", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "meets_sla", "goodput_rps",
-    "total_tps", "user_tps", "ttft_p99_ms", "tpot_p99_ms", "verdict", "launches", "ci_basis",
-    "achieved_concurrency", "server_running",
+    "config", "objective", "score", "decode_tps", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi",
+    "meets_sla", "goodput_rps", "total_tps", "user_tps", "ttft_p99_ms", "tpot_p99_ms", "verdict",
+    "launches", "ci_basis", "achieved_concurrency", "server_running",
 ]  # fmt: skip
 VERDICT_KEYS = ["verdict", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "launches", "ci_basis"]
 
 
 def _verdicts(t: pd.DataFrame) -> pd.DataFrame:
     """Per level: every measured config's verdict against the baseline (the table's), as records."""
-    rows = t[t["decode_tps"].notna()]
+    rows = t[t["score"].notna()]
     made = rows.groupby(LEVEL, dropna=False, sort=False)[["config", *VERDICT_KEYS]].apply(
         lambda p: p.to_dict("records")
     )
@@ -219,10 +220,10 @@ def adaptive_table(step: pd.DataFrame) -> pd.DataFrame:
     static = _fastest(t, t["_ok"] & ~t["_adaptive"])
     diff, lo, hi = _against(t, static)
     t = t.assign(diff_pct=diff, ci_lo=lo, ci_hi=hi)
-    best = t.loc[static, [*LEVEL, "config", "decode_tps"]].rename(
-        columns={"config": "best_static", "decode_tps": "static_tps"}
+    best = t.loc[static, [*LEVEL, "config", "score"]].rename(
+        columns={"config": "best_static", "score": "static_tps"}
     )
-    arms = t[t["_adaptive"]].rename(columns={"config": "adaptive_config", "decode_tps": "adaptive_tps"})
+    arms = t[t["_adaptive"]].rename(columns={"config": "adaptive_config", "score": "adaptive_tps"})
     out = arms[[*LEVEL, "adaptive_config", "adaptive_tps", "diff_pct", "ci_lo", "ci_hi", "_ok"]].merge(
         best, on=LEVEL, how="left"
     )

@@ -1,19 +1,21 @@
 """`recommend` subcommand: the config to deploy per load level, and SGLang's adaptive config file.
 
-    python -m analysis recommend DIR [DIR...] [--format text|markdown|json]
+    python -m analysis recommend DIR [DIR...] [--format text|markdown|json] [--objective NAME]
         [--sla-ttft-p99-ms N] [--sla-itl-p99-ms N] [--adaptive-config FILE] [--mix chat=0.7,code=0.3]
 
 JSON: one object per host group (sweep, host, engine, model; see analysis.report.recommend for
 why), the object itself when there is one group, a list of them when there are several:
-    {"sweep_id", "host", "engine", "model", "sla": {...},
-     "by_concurrency": {"1": {"config", "tok_s", "speedup_ci", "within_noise", "meets_sla",
+    {"sweep_id", "host", "engine", "model", "sla": {...}, "objective": "throughput",
+     "by_concurrency": {"1": {"config", "score", "tok_s", "speedup_ci", "within_noise", "meets_sla",
                               "goodput_rps", "speedup_pct", "total_tok_s", "per_user_tok_s",
                               "reason", "adaptive", "level_reached", "achieved_concurrency",
                               "server_running", "queued", "verdict", "launches", "ci_basis",
                               "configs": {"<config>": {"verdict", "speedup_pct", "speedup_ci",
                                                       "launches", "ci_basis"}, ...}}, ...}}
-tok_s is the median decode tok/s per request (the report's tok/s), speedup_ci the 95% interval of
-the speedup over the baseline in % (null for the baseline itself), meets_sla and goodput_rps null
+objective: what the configs were ranked on (--objective; analysis.objectives), score the
+chosen config's median of it (tok/s, or req/s for goodput); tok_s is the median decode tok/s per
+request; speedup_pct and speedup_ci (the 95% interval, null for the baseline itself) are the
+objective's over the baseline in %, meets_sla and goodput_rps null
 without an SLA, adaptive null where no adaptive arm was measured at that level; level_reached
 false where a config held under 90% of the level's concurrency in flight (null: not measured),
 achieved_concurrency the chosen config's mean in flight as the client sent them, server_running as
@@ -43,9 +45,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import objectives
 from analysis.facts.options import add_load_options, load
 from analysis.report import mix
-from analysis.report.cli import build_tables
+from analysis.report.cli import build_tables, ranking
 from analysis.report.compare import HOST_KEYS
 from analysis.report.deploy import recommend_blocks
 from analysis.report.recommend import HOST_GROUP, ScheduleError, adaptive_schedule, adaptive_table, recommend
@@ -71,6 +74,7 @@ def add_parser(subparsers: Any) -> None:
     add_load_options(parser)
     parser.add_argument("--format", choices=FORMATS, default="text", help="what to print (default: text)")
     add_sla_options(parser)
+    objectives.add_option(parser)
     parser.add_argument(
         "--adaptive-config", type=Path, metavar="FILE",
         help="also write SGLang's --speculative-adaptive-config: per measured concurrency, the best step "
@@ -111,6 +115,7 @@ def _level(r: dict[str, Any], arm: dict[str, Any] | None) -> dict[str, Any]:
         }
     return {
         "config": r["config"] if isinstance(r["config"], str) else None,
+        "score": _number(r["score"]),
         "tok_s": _number(r["decode_tps"]),
         "speedup_ci": [lo, hi] if lo is not None and hi is not None else None,
         "within_noise": list(r["within_noise"]),
@@ -169,11 +174,11 @@ def as_json(
     groups = []
     sla_json = {"ttft_p99_ms": sla.ttft_p99_ms, "itl_p99_ms": sla.itl_p99_ms}
     for key, part in rec.groupby(HOST_KEYS, dropna=False, sort=False):
-        names = dict(zip(HOST_KEYS, key, strict=True))
+        names = {**dict(zip(HOST_KEYS, key, strict=True)), "objective": part["objective"].iloc[0]}
         if mixed is None or part["workload"].isna().all():
             groups.append({**names, "sla": sla_json, "by_concurrency": levels(part)})
             continue
-        mine = mixed[(mixed[HOST_KEYS] == pd.Series(names)).all(axis=1)]
+        mine = mixed[(mixed[HOST_KEYS] == pd.Series(names)[HOST_KEYS]).all(axis=1)]
         by_workload = {str(w): {"by_concurrency": levels(p)} for w, p in part.groupby("workload", sort=False)}
         groups.append({**names, "sla": sla_json, "mix": shares, "by_concurrency": levels(mine),
                        "by_workload": by_workload})  # fmt: skip
@@ -195,12 +200,16 @@ def write_schedule(path: Path, schedule: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load, recommend, print; write the adaptive config if asked (exit 2 when it cannot be made)."""
+    try:
+        sla, objective = ranking(args)
+    except objectives.ObjectiveError as exc:
+        print(f"analysis recommend: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     result = load(args)
     if result.runs.empty:
         print(f"no readable result facts under {' '.join(map(str, args.sweeps))}", file=sys.stderr)
         return EXIT_USAGE
-    sla = Sla.from_args(args)
-    step = build_tables(result, sla=sla).step
+    step = build_tables(result, sla=sla, objective=objective).step
     rec = recommend(step)
     adaptive = adaptive_table(step)
     try:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis import objectives
 from analysis.report.compare import GROUP, is_baseline
 from analysis.report.crosshost import FAMILY
+from analysis.report.disagree import disagreements
 from analysis.report.profiles import profile_table
 
 MISSING = "–"
@@ -27,7 +29,8 @@ LEGEND: list[tuple[str, tuple[str, ...], str]] = [
     (
         "",
         ("*", "≈"),
-        "* best: highest median tok/s of the configs with no failure; ≈ within noise of the best (95% CI)",
+        "* best: highest median {objective} of the configs with no failure; ≈ within noise of the best "
+        "(95% CI)",
     ),
     (
         "tok/s/req",
@@ -119,11 +122,13 @@ class Tables:
     def legend(self) -> list[str]:
         """The legend lines for the marks some step-table cell carries, and those of its columns."""
         by_header = {h: cells for (h, _, _), cells in zip(COLUMNS, self.shown, strict=True)}
-        return [
-            line.format(cv=self.noisy_cv * 100)
+        ranked = objectives.get(self.step["objective"].iloc[0] if len(self.step) else None)
+        marked = [
+            line.format(cv=self.noisy_cv * 100, objective=ranked.name)
             for header, marks, line in LEGEND
             if not marks or any(m in cell for cell in by_header[header] for m in marks)
         ]
+        return [*marked, *objective_notes(ranked, disagreements(self.step))]
 
     @functools.cached_property
     def profiles(self) -> pd.DataFrame:
@@ -134,6 +139,17 @@ class Tables:
     def blocks(self) -> Blocks:
         """Every table as display strings (made once, laid out by every format)."""
         return Blocks(step_blocks(self), profile_blocks(self), cross_blocks(self))
+
+
+def objective_notes(ranked: objectives.Objective, disagree: list[str]) -> list[str]:
+    """What speedup, verdict and best are of, why the default is, and where another objective
+    says the opposite (analysis.objectives)."""
+    why = objectives.WHY_DEFAULT if ranked is objectives.DEFAULT else "chosen with -e objective / --objective"
+    head = (
+        f"speedup, verdict, best: on {ranked.label()} per repeat, objective={ranked.name} ({why}); "
+        f"others: {', '.join(n for n in objectives.NAMES if n != ranked.name)}"
+    )
+    return [head, *(f"objectives disagree: {line}" for line in disagree)]
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,11 @@ Our `--sla-itl-p99-ms` is that TPOT SLO per request (SGLang's `--goodput tpot:N`
 the config-level "meets SLA" asks the same number of the p99 TPOT the step table shows.
 
 Throughput for the Pareto front: total tok/s = every request's output tokens / the run's duration;
-per-user tok/s = total / concurrency (vLLM's `bench sweep plot_pareto`, tokens_per_user). Cell
-values are medians over a config's measured repeats.
+per-user tok/s = a request's output tokens / its e2e latency, the median request (the per_user
+objective, analysis.objectives; in a closed loop that holds its level it is vLLM's
+`bench sweep plot_pareto` tokens_per_user, total / concurrency, by Little's law, and unlike that it
+still means one user's speed in an open loop). Cell values are medians over a config's measured
+repeats.
 """
 
 from __future__ import annotations
@@ -124,6 +127,16 @@ def run_table(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd
     return out.assign(goodput_rps=good / duration.to_numpy(), slo_attainment=attainment)
 
 
+def with_run_goodput(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd.DataFrame:
+    """The run rows with goodput_rps per measured run (run_table's; NaN for the others and without
+    an SLA): what the goodput objective ranks on (analysis.report.compare.run_score)."""
+    keys = ["fact_id", "run_index"]
+    # A folder named twice loads its runs twice: one goodput per run, whichever row it came from.
+    per_run = run_table(runs, requests, sla)[[*keys, "goodput_rps"]].drop_duplicates(keys)
+    found = runs[keys].merge(per_run, on=keys, how="left")
+    return runs.assign(goodput_rps=found["goodput_rps"].to_numpy())
+
+
 def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:
     """Per step-table row: p99 TTFT and p99 TPOT within the targets; <NA> without an SLA.
 
@@ -142,12 +155,12 @@ def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:
 def with_sla(step: pd.DataFrame, runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla) -> pd.DataFrame:
     """The step table with SLA_COLUMNS: medians over each cell's measured repeats, and the verdict.
 
-    Total tok/s comes with the step table (one groupby for both); goodput, only with an SLA.
+    Total and per-user tok/s come with the step table (one groupby for all); goodput, only with an SLA.
     """
-    derived = [c for c in SLA_COLUMNS if c != "total_tps" and c in step.columns]
+    derived = [c for c in SLA_COLUMNS if c not in ("total_tps", "user_tps") and c in step.columns]
     out = step.drop(columns=derived).reset_index(drop=True)
     out["total_tps"] = out.pop("total_tps")  # moved to the end, first of SLA_COLUMNS
-    out["user_tps"] = out["total_tps"] / out["concurrency"].astype("float64")
+    out["user_tps"] = out.pop("user_tps")
     out["goodput_rps"] = out["slo_attainment"] = np.nan
     if sla.given and requests is not None and not requests.empty:
         per_run = run_table(runs, requests, sla).rename(columns={"config_id": "config"})

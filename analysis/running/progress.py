@@ -149,7 +149,7 @@ def start(
 
 def race_reason(host_dir: Path, config_id: str) -> str | None:
     """Why racing stops this config's further launches on this host (None: it goes on)."""
-    return race.raced_out(race.table(race.facts(host_dir)), config_id)
+    return race.raced_out(race.table(race.facts(host_dir), sweep_dir=host_dir.parent), config_id)
 
 
 def _record_raced(host_dir: Path, config_id: str, launch: int, why: str) -> None:

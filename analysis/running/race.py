@@ -17,16 +17,19 @@ more before a winner is named.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.facts.load import RUN_COLUMNS, frame
-from analysis.facts.rows import run_rows
+from analysis import objectives
+from analysis.facts.load import REQUEST_COLUMNS, RUN_COLUMNS, frame
+from analysis.facts.rows import request_columns, run_rows
 from analysis.facts.schema import Fact, decode_fact, to_dict
 from analysis.report.compare import GROUP, TABLE_COLUMNS, step_table
+from analysis.report.sla import Sla, with_run_goodput
 
 
 def facts(host_dir: Path) -> list[Fact]:
@@ -51,16 +54,43 @@ def runs(found: Iterable[Fact], max_launch: int | None = None) -> pd.DataFrame:
     return frame(rows, RUN_COLUMNS)
 
 
-def table(found: Iterable[Fact], max_launch: int | None = None) -> pd.DataFrame:
-    """The step table of these facts (launches up to `max_launch`), the one the report prints."""
-    measured = runs(found, max_launch)
+def ranking(sweep_dir: Path) -> tuple[objectives.Objective, Sla]:
+    """The objective and SLOs the sweep ranks on (its sweep.json's settings; the defaults where an
+    older sweep named none), so that racing drops configs on the rule its report will print."""
+    try:
+        settings = json.loads((sweep_dir / "sweep.json").read_bytes()).get("settings") or {}
+    except (OSError, ValueError):
+        settings = {}
+    sla = Sla(settings.get("sla_ttft_p99_ms"), settings.get("sla_itl_p99_ms"))
+    return objectives.get(settings.get("objective")), sla
+
+
+def table(
+    found: Iterable[Fact], max_launch: int | None = None, sweep_dir: Path | None = None
+) -> pd.DataFrame:
+    """The step table of these facts (launches up to `max_launch`), the one the report prints, on
+    the objective of the sweep in `sweep_dir` (None: the default)."""
+    found = [f for f in found if max_launch is None or f.launch_index <= max_launch]
+    measured = runs(found)
     # Nothing measured yet: an empty table (step_table needs a row to group).
-    return step_table(measured) if len(measured) else pd.DataFrame(columns=TABLE_COLUMNS)
+    if not len(measured):
+        return pd.DataFrame(columns=TABLE_COLUMNS)
+    objective, sla = ranking(sweep_dir) if sweep_dir else (objectives.DEFAULT, Sla())
+    if objective.needs_sla:  # goodput counts each run's requests within the SLOs
+        names = [f"{f.host}/{f.config.id}.launch{f.launch_index}" for f in found]
+        ids = {n: i for i, n in enumerate(names)}
+        columns = [request_columns(n, f) for n, f in zip(names, found, strict=True)]
+        requests = frame({c: [v for part in columns for v in part[c]] for c in columns[0]}, REQUEST_COLUMNS)
+        requests = requests.assign(fact_id=requests["path"].astype(str).map(ids))
+        measured = with_run_goodput(
+            measured.assign(fact_id=measured["path"].astype(str).map(ids)), requests, sla
+        )
+    return step_table(measured, objective=objective)
 
 
 def _measured(step: pd.DataFrame) -> pd.DataFrame:
-    """The rows that measured a tok/s (a config's failure or skip rows say nothing about speed)."""
-    return step[step["decode_tps"].notna() & step["concurrency"].notna()]
+    """The rows that measured the objective (a config's failure or skip rows say nothing about it)."""
+    return step[step["score"].notna() & step["concurrency"].notna()]
 
 
 def raced_out(step: pd.DataFrame, config_id: str) -> str | None:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from analysis import objectives
 from analysis.search.state import Asker, InputError, next_step, parse_candidates, profile_of, render_summary
 from analysis.sweep import mix
 
@@ -56,6 +57,10 @@ def add_parser(subparsers: Any) -> None:
         "--mix", type=_mix, default={}, metavar="W=SHARE,...",
         help="judge a launch of several workloads on this mix of requests (default: equal shares)",
     )  # fmt: skip
+    nxt.add_argument(
+        "--objective", choices=[n for n, o in objectives.OBJECTIVES.items() if not o.needs_sla],
+        default=objectives.DEFAULT.name, help="what a probe is judged on (default: throughput)",
+    )  # fmt: skip
     nxt.set_defaults(func=run_next)
     summary = sub.add_parser("summary", help="print what each search of a sweep found, and why")
     summary.add_argument("--sweep-dir", required=True, type=Path, help="results/<sweep_id>")
@@ -79,8 +84,9 @@ def run_next(args: argparse.Namespace) -> int:
         if not args.sweep_dir.is_dir():
             raise InputError(f"{args.sweep_dir}: no such sweep folder")
         asker = Asker(
-            args.sweep_dir, args.host, args.run_id, args.scope, profile_of(candidates[0].id), mix=args.mix
-        )
+            args.sweep_dir, args.host, args.run_id, args.scope, profile_of(candidates[0].id), mix=args.mix,
+            objective=objectives.from_args(args),
+        )  # fmt: skip
         answer = next_step(asker, candidates, args.parallel, args.max_launches, sorted(set(args.concurrency)))
     except InputError as exc:
         print(f"analysis search: {exc}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""What a probe is judged by: per-repeat decode tok/s from its facts, over the host's baseline.
+"""What a probe is judged by: per-repeat values of the sweep's objective (throughput or per_user,
+analysis.objectives; as the report computes them) from its facts, over the host's baseline.
 
 One launch measures every concurrency level the sweep asked for, so a fact gives samples per
 level; the single-level search reads the first level, the multi-level one (analysis.search.levels)
@@ -12,9 +13,11 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from analysis.facts.rows import run_numbers
+from analysis import objectives
 from analysis.facts.schema import Fact
+from analysis.objectives import Objective
 from analysis.report import mix
+from analysis.report.compare import run_values
 from analysis.search.decide import Probe
 
 Shares = Mapping[str, float]  # the traffic's share of requests by workload (analysis.sweep.mix.parse)
@@ -26,8 +29,11 @@ def levels_of(fact: Fact) -> list[int]:
     return list(dict.fromkeys([*asked, *(r.concurrency for r in fact.runs)]))
 
 
-def level_samples(fact: Fact, shares: Shares | None = None) -> dict[int, list[float]]:
-    """Per-repeat decode tok/s at each level, as the report computes it; [] where none completed.
+def level_samples(
+    fact: Fact, shares: Shares | None = None, objective: Objective = objectives.DEFAULT
+) -> dict[int, list[float]]:
+    """Per-repeat values of the objective at each level, as the report computes them; [] where none
+    completed.
 
     Only completed repeats count (the report's medians skip failed runs too); a failed fact has
     none at any level. Runs naming workloads give one sample per (level, repeat): the mix's rate
@@ -37,12 +43,11 @@ def level_samples(fact: Fact, shares: Shares | None = None) -> dict[int, list[fl
     samples: dict[int, list[float]] = {c: [] for c in levels_of(fact)}
     if fact.status != "ok" or fact.failure is not None:
         return samples
-    numbers = ((r, run_numbers(r)) for r in fact.runs)
+    values = zip(fact.runs, run_values(fact.runs, objective), strict=True)
     rows = pd.DataFrame(
-        [(r.concurrency, r.repeat, r.workload, x["decode_tps"]) for r, x in numbers
-         if x["run_ok"] and x["decode_tps"] and x["decode_tps"] > 0],
+        [(r.concurrency, r.repeat, r.workload, v) for r, v in values if v and v > 0],
         columns=["concurrency", "repeat", "workload", "rate"],
-    )  # fmt: skip
+    )
     named = rows[rows["workload"].notna()]
     if not named.empty:
         measured = sorted(set(named["workload"]))
@@ -53,11 +58,16 @@ def level_samples(fact: Fact, shares: Shares | None = None) -> dict[int, list[fl
     return samples
 
 
-def decode_samples(fact: Fact, concurrency: int | None = None, shares: Shares | None = None) -> list[float]:
-    """Per-repeat decode tok/s at one level (default: the fact's first)."""
+def decode_samples(
+    fact: Fact,
+    concurrency: int | None = None,
+    shares: Shares | None = None,
+    objective: Objective = objectives.DEFAULT,
+) -> list[float]:
+    """Per-repeat values of the objective at one level (default: the fact's first)."""
     levels = levels_of(fact)
     level = concurrency if concurrency is not None else (levels[0] if levels else None)
-    return level_samples(fact, shares).get(level, []) if level is not None else []
+    return level_samples(fact, shares, objective).get(level, []) if level is not None else []
 
 
 def probe_of(
@@ -65,6 +75,7 @@ def probe_of(
     baselines: Mapping[str, float] | None,
     concurrency: int | None = None,
     shares: Shares | None = None,
+    objective: Objective = objectives.DEFAULT,
 ) -> Probe:
     """One candidate's probe at one level (default: each fact's first) from its facts, one per host.
 
@@ -74,7 +85,7 @@ def probe_of(
     samples = [
         s / (baselines[f.host] if baselines else 1.0)
         for f in facts
-        for s in decode_samples(f, concurrency, shares)
+        for s in decode_samples(f, concurrency, shares, objective)
     ]
     return Probe(tuple(samples)) if samples else Probe(failed=True)
 
@@ -84,6 +95,7 @@ def level_probes(
     levels: Sequence[int],
     baselines: Mapping[int, Mapping[str, float]] | None,
     shares: Shares | None = None,
+    objective: Objective = objectives.DEFAULT,
 ) -> dict[int, Probe]:
     """One candidate's probe at every level; baselines: level -> host -> median baseline tok/s."""
-    return {c: probe_of(facts, baselines[c] if baselines else None, c, shares) for c in levels}
+    return {c: probe_of(facts, baselines[c] if baselines else None, c, shares, objective) for c in levels}

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from analysis import objectives
 from analysis.facts.schema import Fact, SchemaError, load_fact
 from analysis.files import write_json_atomic
+from analysis.objectives import Objective
 from analysis.search.decide import Decision, Probe, decide, median_interval
 from analysis.search.levels import LevelsDecision, decide_levels
 from analysis.search.objective import decode_samples, level_probes, level_samples, levels_of, probe_of
@@ -50,6 +52,8 @@ class Asker:
     # The traffic's shares by workload a probe is judged on (the sweep's `mix`); empty: equal
     # shares of the workloads measured (analysis.search.objective.level_samples).
     mix: Mapping[str, float] = field(default_factory=dict)
+    # What a probe is judged by (the sweep's `objective`: throughput or per_user).
+    objective: Objective = objectives.DEFAULT
 
     @property
     def claims(self) -> Path:
@@ -128,16 +132,17 @@ def _load(path: Path) -> Fact | None:
 
 
 def _baseline_median(asker: Asker, host: str) -> float | None:
-    """Median decode tok/s of the host's baseline for this profile, None when it has none that is ok."""
+    """Median objective value of the host's baseline for this profile, None when it has none that is ok."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    samples = decode_samples(fact, shares=asker.mix) if fact else []
+    samples = decode_samples(fact, shares=asker.mix, objective=asker.objective) if fact else []
     return statistics.median(samples) if samples else None
 
 
 def _baseline_medians(asker: Asker, host: str) -> dict[int, float]:
-    """Median decode tok/s of the host's baseline for this profile at each level it measured."""
+    """Median objective value of the host's baseline for this profile at each level it measured."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    return {c: statistics.median(s) for c, s in (level_samples(fact, asker.mix) if fact else {}).items() if s}
+    found = level_samples(fact, asker.mix, asker.objective) if fact else {}
+    return {c: statistics.median(s) for c, s in found.items() if s}
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,7 @@ class Observed:
     probes: dict[str, Probe]
     unit: str
     levels: dict[int, dict[str, Probe]] = field(default_factory=dict)
-    level_unit: str = "decode tok/s"
+    level_unit: str = objectives.DEFAULT.name
 
 
 def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
@@ -169,19 +174,22 @@ def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
     hosts = {f.host for fs in facts.values() for f in fs}
     medians = {h: _baseline_median(asker, h) for h in hosts}
     baselines = medians if all(m is not None for m in medians.values()) else None
-    unit = "decode tok/s / host baseline" if baselines else "decode tok/s"
-    probes = {cid: probe_of(fs, baselines, shares=asker.mix) for cid, fs in facts.items()}
+    name = asker.objective.name
+    unit = f"{name} / host baseline" if baselines else name
+    probes = {
+        cid: probe_of(fs, baselines, shares=asker.mix, objective=asker.objective) for cid, fs in facts.items()
+    }
     levels = sorted({c for fs in facts.values() for f in fs for c in levels_of(f)})
     per_host = {h: _baseline_medians(asker, h) for h in hosts}
     ratios = all(c in per_host[h] for h in hosts for c in levels)
     by_level = {c: {h: per_host[h][c] for h in hosts} for c in levels} if ratios else None
-    found = {cid: level_probes(fs, levels, by_level, asker.mix) for cid, fs in facts.items()}
+    found = {cid: level_probes(fs, levels, by_level, asker.mix, asker.objective) for cid, fs in facts.items()}
     return Observed(
         facts,
         probes,
         unit,
         {c: {cid: p[c] for cid, p in found.items()} for c in levels},
-        "decode tok/s / host baseline" if ratios else "decode tok/s",
+        f"{name} / host baseline" if ratios else name,
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from analysis import objectives
 from analysis.sweep import mix
 from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.config import AXES, NAME_RE, parse_id
@@ -295,6 +296,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
+    Setting(
+        "objective",
+        choice(*objectives.NAMES),
+        objectives.DEFAULT.name,
+        "what ranks configs: throughput, per_user or goodput (docs/results.md)",
+    ),
     # How the fleet shares the work.
     Setting("mode", choice("replicate", "shard"), "replicate", "replicate: every host runs every config"),
     Setting("search", choice("", "steps"), "", "steps: search the step counts instead of a grid"),
@@ -309,12 +316,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("results_dir", text, "", "controller folder of results/<sweep_id>; empty = <repo>/results"),
 )
 BY_NAME = {s.name: s for s in SETTINGS}
-SLA = ("sla_ttft_p99_ms", "sla_itl_p99_ms")  # the settings `analysis report`/`ingest` take as options
+# The settings `analysis report`/`recommend`/`ingest`/`regress` take as options: what ranks configs.
+RANKING = ("sla_ttft_p99_ms", "sla_itl_p99_ms", "objective")
 
 
-def sla_options(settings: Mapping[str, Any]) -> list[str]:
-    """The sweep's SLOs as `python -m analysis report|recommend|ingest` options (none for one unset)."""
-    given = [(f"--{name.replace('_', '-')}", settings.get(name)) for name in SLA]
+def ranking_options(settings: Mapping[str, Any]) -> list[str]:
+    """The sweep's SLOs and objective as `python -m analysis report|recommend|ingest` options (none for
+    one unset: a sweep recorded before the objective existed ranks on the default)."""
+    given = [(f"--{name.replace('_', '-')}", settings.get(name)) for name in RANKING]
     return [arg for option, value in given if value is not None for arg in (option, str(value))]
 
 
@@ -365,7 +374,8 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
         values["finalists"] = values["launches"] == 1
     if values.get("search") and values.get("steps_range"):
         values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
-    return Request(values, errors + load_problems(values) + mix_problems(values))
+    problems = load_problems(values) + mix_problems(values) + objective_problems(values)
+    return Request(values, errors + problems)
 
 
 # Settings of this run, not of the sweep: a resume takes them from its own command line (target picks
@@ -407,6 +417,18 @@ def window_minimum(concurrency: int) -> int:
 def requests_needed(concurrency: int) -> int:
     """Requests a closed-loop level must send: the window's minimum plus c - 1 left out at each end."""
     return window_minimum(concurrency) + 2 * (concurrency - 1)
+
+
+def objective_problems(values: Mapping[str, Any]) -> list[str]:
+    """An objective the sweep's settings cannot rank on (goodput without an SLO)."""
+    if "objective" not in values:  # not readable: its own error says why
+        return []
+    given = any(values.get(name) is not None for name in ("sla_ttft_p99_ms", "sla_itl_p99_ms"))
+    objective = objectives.get(values["objective"])
+    problem = objectives.sla_problem(objective, given)
+    if not problem and objective.needs_sla and values.get("search"):
+        problem = f"objective: the step search judges throughput or per_user, not {objective.name}"
+    return [problem] if problem else []
 
 
 def mix_problems(values: Mapping[str, Any]) -> list[str]:

@@ -40,7 +40,7 @@ class ActionModule(ActionBase):
         root = Path(sweep["dir"])
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli.main(["report", sweep["dir"], *request.sla_options(sweep["settings"])])
+            cli.main(["report", sweep["dir"], *request.ranking_options(sweep["settings"])])
         parts = [out.getvalue().rstrip() or err.getvalue().rstrip(), render_summary(root)]
         parts.append(race.relaunched(root, sweep["hosts"], int(sweep["settings"].get("launches", 1))))
         parts.append(race.saved(root, sweep["hosts"]))

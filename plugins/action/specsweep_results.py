@@ -197,7 +197,7 @@ class ActionModule(ActionBase):
         entry = {e.config.id: i for i, e in enumerate(host_plan.entries) if e.config.speculative}
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
-        data = race.table(race.facts(host_dir), max_launch=launches)
+        data = race.table(race.facts(host_dir), max_launch=launches, sweep_dir=host_dir.parent)
         # A config whose fact this run kept on the host (a full results disk) cannot be judged here.
         kept = {k["name"].split(".launch")[0] for k in task_vars.get("specsweep_kept") or []}
         chosen = race.finalists(data, [c for c in entry if c not in kept])

@@ -14,6 +14,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
+from analysis import objectives
 from analysis.search.state import Asker, Candidate, InputError, next_step
 from analysis.sweep import hostplan, lease
 from analysis.sweep.config import DEFAULT_PROFILE
@@ -43,6 +44,7 @@ class ActionModule(ActionBase):
         asker = Asker(
             Path(where["dir"]), where["host"], where["run_id"], "all" if shard else "host",
             "" if profile == DEFAULT_PROFILE else profile, lost, plan["sweep"]["settings"]["mix"],
+            objectives.get(plan["sweep"]["settings"].get("objective")),
         )  # fmt: skip
         parallel = len(plan["sweep"]["hosts"]) - len(lost) if shard else 1
         levels = plan["sweep"]["settings"]["concurrency"]

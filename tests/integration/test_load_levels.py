@@ -21,6 +21,7 @@ def test_one_launch_per_config_measures_every_level_and_recommend_answers_per_le
     run = run_sweep(
         sweep_inventory, "-e", "target=sshost1", "-e", "steps=1,2", "-e", "concurrency=1,2",
         "-e", "repeats=2", "-e", "max_tokens=16", "-e", "warmup=0", "-e", "bench_requests=4", *slo,
+        "-e", "objective=goodput",
     )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     facts = run.facts()
@@ -30,15 +31,17 @@ def test_one_launch_per_config_measures_every_level_and_recommend_answers_per_le
         argv = fact.launch.argv
         assert argv[argv.index("-np") + 1] == "2"  # a slot per concurrent request
     assert "goodput" in run.output, run.output[-3000:]  # the SLOs flowed into the sweep's report
+    # ... and the objective: the report ranked on it and says so in its footnote.
+    assert "objective=goodput (chosen with -e objective" in run.output, run.output[-3000:]
 
     schedule = tmp_path / "adaptive.json"
     argv = [sys.executable, "-m", "analysis", "recommend", str(run.sweep_dir), "--format", "json",
-            "--sla-ttft-p99-ms", "60000", "--sla-itl-p99-ms", "5000",
+            "--sla-ttft-p99-ms", "60000", "--sla-itl-p99-ms", "5000", "--objective", "goodput",
             "--adaptive-config", str(schedule)]  # fmt: skip
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)
-    assert sorted(answer["by_concurrency"]) == ["1", "2"]
+    assert sorted(answer["by_concurrency"]) == ["1", "2"] and answer["objective"] == "goodput"
     for level in answer["by_concurrency"].values():
         assert level["config"] in {"baseline", "s1", "s2"}
         assert {"tok_s", "speedup_ci", "within_noise", "meets_sla", "goodput_rps"} <= set(level)

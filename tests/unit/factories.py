@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,14 @@ def run(
     texts: list[str] | None = None,
     interfered: bool = False,
     workload: str | None = None,
+    duration_s: float | None = None,
 ) -> Run:
-    """One run whose requests decoded at the given tok/s (the last one errors if asked)."""
+    """One run whose requests decoded at the given tok/s (the last one errors if asked).
+
+    Its window (duration_s) defaults to the tokens at the median rate, so that every objective's
+    figure (throughput, per-user, decode tok/s) ranks the configs as `tps` does; a test that has
+    them disagree gives the durations.
+    """
     requests = [
         RequestResult(
             prompt_id=f"p{i}",
@@ -71,10 +78,11 @@ def run(
             )
         )
     spec = SpecStats(accept_length=accept_length)
+    window = 128 * len(tps) / statistics.median(tps) if tps else 10.0
     return Run(
         repeat=repeat,
         concurrency=concurrency,
-        duration_s=10.0,
+        duration_s=window if duration_s is None else duration_s,
         requests=requests,
         spec=spec,
         interference=Interference(load_avg_1m=3.0, flagged=True, reason="load 3.0") if interfered else None,

@@ -104,6 +104,7 @@ def test_the_legend_explains_only_the_marks_some_row_carries(tmp_path: Path) -> 
     legend = text.split("\n\n")[-1].splitlines()
     assert [line.split(":")[0] for line in legend] == [
         "* best", "tok/s/req", "TPOT", "text vs base", "launches", "interfered", "in flight",
+        "speedup, verdict, best",
     ], legend  # fmt: skip
     md = render(tables(tmp_path / "b", relaunched(steady)), "markdown")
     assert "within one launch" not in md and "unsteady" not in md and "not reached" not in md, md

@@ -262,8 +262,16 @@ def bench(tps: list[float], accept: float | None = 2.5, error: str | None = None
 def test_gate_passes_at_the_sweeps_speed_and_names_the_figures() -> None:
     verdict = gate.judge(SWEEP, bench([97.0, 99.0]))
     assert verdict.passed and verdict.gate is None
-    assert verdict.tok_s == 98.0 and verdict.tok_s_floor == 95.0 and verdict.errors == 0
+    assert verdict.tok_s == pytest.approx(98.0) and verdict.tok_s_floor == 95.0 and verdict.errors == 0
     assert verdict.detail == "98.0 tok/s (floor 95.0), accept length 2.50, 2 request(s), no errors"
+
+
+def test_gate_measures_the_objective_the_sweep_ranked_on() -> None:
+    doc = bench([97.0, 99.0])  # one run of two requests, 128 tokens: a 0.5 s TTFT, then 127 at t/s
+    user = gate.judge({**SWEEP, "objective": "per_user"}, doc)
+    # Per user, a request's tokens over its e2e latency: far below a floor set on throughput.
+    assert user.tok_s == pytest.approx(sum(128 / (0.5 + 127 / t) for t in (97.0, 99.0)) / 2)
+    assert (user.passed, user.gate) == (False, "tok/s"), user
 
 
 @pytest.mark.parametrize(

@@ -105,9 +105,10 @@ def test_goodput_equals_sglangs_own_calculate_goodput(tmp_path: Path) -> None:
 def sla_step(tmp_path: Path, sla: Sla = SLA) -> pd.DataFrame:
     """The step table of a baseline and s2, two repeats each at concurrency 1 and 4."""
     facts = [
-        fact(config(), [run([100.0], repeat=r, concurrency=c, ttft_s=0.2) for c in (1, 4) for r in (0, 1)]),
+        fact(config(), [run([100.0], repeat=r, concurrency=c, ttft_s=0.2, duration_s=10.0)
+                         for c in (1, 4) for r in (0, 1)]),
         fact(config(2), [measured_run(r, c, 5.0 * (r + 1)) for c in (1, 4) for r in (0, 1)]),
-    ]
+    ]  # fmt: skip
     return build_tables(load_sweeps([write_sweep(tmp_path, facts)]), sla=sla).step.set_index(
         ["config", "concurrency"]
     )
@@ -119,7 +120,8 @@ def test_cells_hold_the_median_over_repeats_per_user_throughput_and_the_sla_verd
     # Repeats of 5 s and 10 s: goodput 0.6 and 0.3, total 81 and 40.5 tok/s; medians between.
     assert s2["goodput_rps"] == pytest.approx(0.45)
     assert s2["total_tps"] == pytest.approx(60.75)
-    assert s2["user_tps"] == pytest.approx(60.75 / 4)
+    # Per user (a request's tokens / its e2e), as the p99s: only from repeats that completed.
+    assert pd.isna(s2["user_tps"])
     assert s2["slo_attainment"] == pytest.approx(0.5)
     # Every repeat has a failed request: s2 failed, has no p99 to show, and cannot meet the SLA.
     assert pd.isna(s2["ttft_p99_ms"]) and not s2["meets_sla"]
@@ -141,9 +143,11 @@ def test_report_shows_goodput_and_the_sla_verdict_only_when_an_sla_is_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     facts = [
-        fact(config(), [run([100.0], repeat=r, concurrency=c, ttft_s=0.2) for c in (1, 4) for r in (0, 1)]),
-        fact(config(2), [run([120.0], repeat=r, concurrency=c, ttft_s=0.8) for c in (1, 4) for r in (0, 1)]),
-    ]
+        fact(config(), [run([100.0], repeat=r, concurrency=c, ttft_s=0.2, duration_s=10.0) for c in (1, 4)
+                         for r in (0, 1)]),
+        fact(config(2), [run([120.0], repeat=r, concurrency=c, ttft_s=0.8, duration_s=10.0) for c in (1, 4)
+                         for r in (0, 1)]),
+    ]  # fmt: skip
     sweep = write_sweep(tmp_path, facts)
     assert cli.main(["report", str(sweep), "--sla-ttft-p99-ms", "500", "--sla-itl-p99-ms", "30"]) == 0
     text = capsys.readouterr().out
@@ -163,11 +167,11 @@ def test_report_shows_goodput_and_the_sla_verdict_only_when_an_sla_is_given(
         "0.10",
         "100%",
         "12.8",
-        "12.8",
+        "87.1",  # per user: 128 tokens in 0.2 + 1.27 s (127 after the first at 100 tok/s)
         "yes",
     ]
-    assert lines[4].split() == ["1", "s2", "120.0", "800/800", "8.3/8.3", "0.00", "0%", "12.8", "12.8", "no"]
-    assert lines[6].split()[:2] == ["4", "s2"] and lines[6].split()[-2:] == ["3.2", "no"]
+    assert lines[4].split() == ["1", "s2", "120.0", "800/800", "8.3/8.3", "0.00", "0%", "12.8", "68.9", "no"]
+    assert lines[6].split()[:2] == ["4", "s2"] and lines[6].split()[-2:] == ["68.9", "no"]
     assert cli.main(["report", str(sweep)]) == 0
     assert "SLA and goodput" not in capsys.readouterr().out
     html = render_html(build_tables(load_sweeps([sweep]), sla=SLA), [])

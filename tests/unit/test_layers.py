@@ -28,7 +28,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("facts",),
     ("sweep",),
     ("stats",),
-    ("tquantiles", "files", "redact", "cache", "forks", "hostorder", "workloads", "deployments"),
+    (
+        "objectives",
+        "tquantiles",
+        "files",
+        "redact",
+        "cache",
+        "forks",
+        "hostorder",
+        "workloads",
+        "deployments",
+    ),
 )
 
 

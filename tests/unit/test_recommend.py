@@ -96,7 +96,7 @@ def test_a_config_missing_the_sla_is_passed_over_and_none_when_all_miss(tmp_path
     )
     one = recommended(tmp_path, facts, Sla(ttft_p99_ms=500)).loc[1]
     assert (one["config"], bool(one["meets_sla"]), one["n_eligible"]) == ("s3", True, 2)
-    assert one["goodput_rps"] == pytest.approx(0.1)  # its one request in a 10 s run
+    assert one["goodput_rps"] == pytest.approx(115.0 / 128)  # its one request of 128 tokens at 115 tok/s
     none = recommended(tmp_path / "b", facts, Sla(ttft_p99_ms=100)).loc[1]
     assert pd.isna(none["config"]) and none["reason"] == "none of the 3 configs that completed meets the SLA"
 
@@ -189,7 +189,10 @@ def test_json_has_one_object_per_host_group_keyed_by_concurrency(
     assert {k: four[k] for k in ("config", "tok_s", "within_noise", "meets_sla")} == {
         "config": "s2", "tok_s": 120.0, "within_noise": [], "meets_sla": True,
     }  # fmt: skip
-    assert four["speedup_ci"] == pytest.approx([20.0, 20.0]) and four["goodput_rps"] == pytest.approx(0.1)
+    assert four["speedup_ci"] == pytest.approx([20.0, 20.0])
+    assert four["goodput_rps"] == pytest.approx(120 / 128)
+    # What it ranked on, named, and the chosen config's figure of it.
+    assert doc["objective"] == "throughput" and four["score"] == pytest.approx(120.0)
     assert four["adaptive"]["at_least_as_fast"] is False and four["adaptive"]["best_static"] == "s2"
     # A second host: a list of two such objects, one per host.
     write_sweep(
@@ -208,8 +211,10 @@ def test_text_lists_each_level_with_its_reason(tmp_path: Path, capsys: pytest.Ca
     sweep = write_sweep(tmp_path, adaptive_facts())
     assert cli.main(["recommend", str(sweep)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "recommended | sweep sweep-1 | host gpu-a | sglang Kimi-K2.5"
-    assert lines[3].split()[:4] == ["1", "adaptive", "126.0", "+26.0%"]
+    assert lines[0] == "recommended on throughput | sweep sweep-1 | host gpu-a | sglang Kimi-K2.5"
+    assert lines[1].startswith("ranked on throughput (total output tok/s): objective=throughput;"), lines[1]
+    assert lines[2].split()[:5] == ["concurrency", "config", "throughput", "tok/s", "tok/s"], lines[2]
+    assert lines[3].split()[:5] == ["1", "adaptive", "126.0", "126.0", "+26.0%"]
     assert "faster than s2: +5.0% [+5.0, +5.0]" in lines[3]
     assert lines[4].split()[:2] == ["4", "s2"] and lines[4].rstrip().endswith("over baseline")
 
@@ -250,4 +255,4 @@ def test_without_an_adaptive_arm_or_sla_the_text_shows_dashes(
     out = capsys.readouterr().out
     assert "SLA: no SLA; tok/s: median decode tok/s per request" in out
     row = next(line for line in out.splitlines() if line.startswith("| 1 |"))
-    assert row.split(" | ")[1:8] == ["s2", "110.0", "+10.0% [+10.0, +10.0]", "–", "–", "–", "–"]
+    assert row.split(" | ")[1:9] == ["s2", "110.0", "110.0", "+10.0% [+10.0, +10.0]", "–", "–", "–", "–"]

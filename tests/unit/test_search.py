@@ -358,7 +358,7 @@ def test_replicate_mode_searches_each_host_on_its_own_facts(ask: Ask, tmp_path: 
         assert (note["host"], note["reason"]) == ("gpu-a", a["reason"])
     state = json.loads((root / "search-gpu-a.json").read_text())
     assert (state["done"], state["best"], state["sure"], state["scope"]) == (True, "s7", True, "host")
-    assert state["unit"] == "decode tok/s / host baseline"
+    assert state["unit"] == "throughput / host baseline"
     assert [p["id"] for p in state["probes"]] == [a["config_id"] for a in answers]
     assert [p["reason"] for p in state["probes"]] == [a["reason"] for a in answers]
     assert state["observations"]["s7"]["median"] == pytest.approx(1.8)
@@ -389,7 +389,7 @@ def test_shard_mode_shares_probes_and_compares_hosts_by_their_baselines(ask: Ask
     assert answers["gpu-a"]["best"] == answers["gpu-b"]["best"] == "s7"
     assert rounds <= 3
     state = json.loads((root / "search.json").read_text())
-    assert state["unit"] == "decode tok/s / host baseline" and state["done"]
+    assert state["unit"] == "throughput / host baseline" and state["done"]
     assert all(p["state"] == "measured" and len(p["hosts"]) == 1 for p in state["probes"])
 
 
@@ -447,7 +447,7 @@ def test_without_a_baseline_the_objective_is_raw_tps(ask: Ask, tmp_path: Path) -
     write_fact(tmp_path, "gpu-a", 4, 150.0)
     ask("gpu-a", "host")
     state = json.loads((tmp_path / SWEEP / "search-gpu-a.json").read_text())
-    assert state["unit"] == "decode tok/s" and state["observations"]["s4"]["median"] == pytest.approx(150.0)
+    assert state["unit"] == "throughput" and state["observations"]["s4"]["median"] == pytest.approx(150.0)
 
 
 def test_the_module_runs_as_a_command_without_pandas(tmp_path: Path) -> None:
@@ -746,7 +746,7 @@ def test_state_observes_every_level_over_each_hosts_baseline_at_that_level(tmp_p
         factories.write_sweep(tmp_path, [factories.fact(factories.config(steps), runs)])
     asker = search_state.Asker(root, "gpu-a", "run-1", "host", "")
     observed = search_state.observe(asker, search_state.parse_candidates(json.dumps(candidates())))
-    assert observed.level_unit == "decode tok/s / host baseline"
+    assert observed.level_unit == "throughput / host baseline"
     assert sorted(observed.levels) == [1, 4]
     assert observed.levels[1]["s2"].median == pytest.approx(1.5)
     assert observed.levels[4]["s2"].median == pytest.approx(1.1)
@@ -807,7 +807,7 @@ def test_the_search_optimises_the_operators_mix_not_the_pooled_workloads(
     asker = search_state.Asker(tmp_path / SWEEP, "gpu-a", "run-1", "host", "", mix=shares)
     observed = search_state.observe(asker, search_state.parse_candidates(json.dumps(candidates())))
     assert max(["s2", "s4"], key=lambda cid: observed.probes[cid].median) == best
-    assert observed.unit == "decode tok/s / host baseline"  # the baseline judged on the same mix
+    assert observed.unit == "throughput / host baseline"  # the baseline judged on the same mix
     assert observed.probes["s4"].median == pytest.approx(1.05)
 
 

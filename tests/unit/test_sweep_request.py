@@ -22,7 +22,7 @@ DEFAULTS = {
     "finalists": True,  # decided: one launch -> the finalists are launched again
     "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed", "mix": {},
     "bench_requests": None, "bench_duration_s": None, "request_rate": None, "seed": 42,
-    "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None,
+    "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None, "objective": "throughput",
     "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
     "plan_only": False, "sweep_id": "", "resume": "", "target": "sweep", "results_dir": "",
 }  # fmt: skip
@@ -210,13 +210,36 @@ def test_an_empty_choice_reads_as_its_first_word() -> None:
     assert (request.read({"mode": ""})["mode"], request.read({"mode": None})["mode"]) == ("replicate",) * 2
 
 
-def test_the_sweeps_slos_become_the_analysis_options_and_an_unset_one_none() -> None:
-    one = request.sla_options({"sla_ttft_p99_ms": 200.0, "sla_itl_p99_ms": None})
+def test_the_sweeps_slos_and_objective_become_the_analysis_options_and_an_unset_one_none() -> None:
+    one = request.ranking_options({"sla_ttft_p99_ms": 200.0, "sla_itl_p99_ms": None})
     assert one == ["--sla-ttft-p99-ms", "200.0"]
-    assert request.sla_options({"sla_ttft_p99_ms": 200.0, "sla_itl_p99_ms": 25}) == [
-        "--sla-ttft-p99-ms", "200.0", "--sla-itl-p99-ms", "25",
+    given = {"sla_ttft_p99_ms": 200.0, "sla_itl_p99_ms": 25, "objective": "goodput"}
+    assert request.ranking_options(given) == [
+        "--sla-ttft-p99-ms", "200.0", "--sla-itl-p99-ms", "25", "--objective", "goodput",
     ]  # fmt: skip
-    assert request.sla_options({}) == []
+    assert request.ranking_options({}) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "error"),
+    [
+        ({"objective": "latency"}, "objective: 'latency' is not one of: 'throughput', 'per_user', 'goodput'"),
+        ({"objective": "goodput"}, "objective: goodput counts requests within the SLOs; set sla_ttft_p99_ms"),
+        (
+            {"objective": "goodput", "sla_itl_p99_ms": 50, "search": "steps"},
+            "objective: the step search judges",
+        ),
+    ],
+)
+def test_an_objective_that_cannot_rank_is_refused_naming_the_choices(given: dict, error: str) -> None:
+    errors = request.read(given).errors
+    assert len(errors) == 1 and errors[0].startswith(error), errors
+
+
+def test_the_objective_defaults_to_throughput_and_goodput_takes_the_slos() -> None:
+    assert request.read({}).values["objective"] == "throughput"
+    req = request.read({"objective": "goodput", "sla_itl_p99_ms": "50"})
+    assert (req["objective"], req.errors) == ("goodput", [])
 
 
 def test_the_load_settings_are_read_as_the_client_takes_them() -> None:
