@@ -40,6 +40,7 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
         f"--output={s['output']}",
         "--api-key-env=SPECSWEEP_API_KEY",
         *(f"--concurrency={c}" for c in s["concurrency"]),
+        *(stop_options(s) if client == "specsweep" else []),
         *load_options(s),
     ]
 
@@ -47,6 +48,15 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
 # How each level is driven (the sweep's bench_requests, bench_duration_s, request_rate, seed).
 LOAD_OPTIONS = {"requests": "--requests", "duration_s": "--duration-s", "request_rate": "--request-rate",
                 "seed": "--seed"}  # fmt: skip
+
+
+# When a level stops early (specsweep's own client; bench_serving sends each level's count).
+STOP_OPTIONS = {"ci_pct": "--ci-pct", "min_requests": "--min-requests", "level_budget_s": "--level-budget-s"}
+
+
+def stop_options(s: Mapping[str, Any]) -> list[str]:
+    """The stopping options that are set."""
+    return [f"{flag}={s[key]}" for key, flag in STOP_OPTIONS.items() if s.get(key) not in (None, "")]
 
 
 def load_options(s: Mapping[str, Any]) -> list[str]:

@@ -35,6 +35,9 @@ SETTINGS: dict[str, Any] = {
     "duration_s": "",  # how a template renders an unset value when not native
     "request_rate": None,
     "seed": 42,
+    "ci_pct": 3.0,
+    "min_requests": 8,
+    "level_budget_s": 60.0,
     "sglang_python": "/opt/sglang/bin/python",
     "sglang_jsonl": "/var/tmp/specsweep/sw/s1.bench_serving.jsonl",
     "sglang_extra_args": [],
@@ -66,7 +69,8 @@ def adapter() -> ModuleType:
 
 def test_the_specsweep_client_argv_is_exact() -> None:
     assert client_argv(SETTINGS) == [
-        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp", *COMMON,
+        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp", *COMMON[:-1],
+        "--ci-pct=3.0", "--min-requests=8", "--level-budget-s=60.0", COMMON[-1],
     ]  # fmt: skip
 
 
@@ -131,6 +135,14 @@ def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
     args = adapter().parse_args(client_argv({**settings, "client": "sglang"})[2:])
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
+
+
+def test_the_stopping_rule_reaches_specsweeps_client_only() -> None:
+    argv = client_argv({**SETTINGS, "ci_pct": 5, "min_requests": 12, "level_budget_s": 30})
+    args = load_plugin("roles/benchmark/files/specsweep_bench.py").parse_args(argv[2:])
+    assert (args.ci_pct, args.min_requests, args.level_budget_s) == (5.0, 12, 30.0)
+    sglang = client_argv({**SETTINGS, "client": "sglang"})
+    assert not [a for a in sglang if a.startswith(("--ci-pct", "--min-requests", "--level-budget-s"))]
 
 
 def test_the_installed_files_are_named_at_their_host_path_with_their_sha1() -> None:
