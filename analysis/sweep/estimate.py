@@ -194,6 +194,7 @@ class Measure:
     ci_pct: float  # stop when the tok/s interval is this tight (0: off)
     min_requests: int
     budget_s: float | None  # a level stops sending after this long
+    rate: float | None = None  # request_rate: units arrive this many per second (open loop)
 
 
 def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
@@ -205,7 +206,8 @@ def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
     if m.requests is None and m.ci_pct > 0:
         floor = max(m.min_requests, 2 * level.concurrency)
         units = min(units, max(floor, requests_to_settle(cv, m.ci_pct) + level.concurrency - 1))
-    seconds = units * per_unit
+    # Open loop: the arrivals set the pace unless the server is slower than they are.
+    seconds = max(units * per_unit, units / m.rate if m.rate else 0.0)
     if m.requests is None and m.budget_s is not None:
         seconds = min(seconds, m.budget_s + per_unit * level.concurrency)
     return seconds

@@ -193,6 +193,7 @@ def estimate(
         ci_pct=request["bench_ci_pct"],
         min_requests=request["bench_min_requests"],
         budget_s=request["bench_level_budget_s"],
+        rate=request["request_rate"],
     )
     levels = _levels(request, traffic)
     estimates = [

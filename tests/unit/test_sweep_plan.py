@@ -181,6 +181,7 @@ def test_the_estimate_counts_the_records_turns_and_tokens_each_workload_sends(tm
     # bench_s (20 s of 4 prompts) said nothing of what this one sends.
     assert traffic["bench_s"] == pytest.approx((3 * (8 * 2 + 8) + 2) * 48 / 48)
     assert prompts["bench_s"] == pytest.approx((3 * 4 + 1) * 96 / 48)
+    assert traffic["seconds"] > prompts["seconds"] + 2 * (traffic["bench_s"] - prompts["bench_s"]) - 1
 
 
 def test_a_sweep_over_an_hour_warns_with_its_biggest_lever(tmp_path: Path) -> None:
