@@ -201,6 +201,11 @@ class BenchmarkSettings(_Part, kw_only=True):
     duration_s: float | None = None
     request_rate: float | None = None
     seed: int | None = None
+    # A level that stops when it knows enough (docs/load.md): the tok/s CI half-width it stopped at,
+    # its minimum units and its time budget per level and repeat; None: every level sent its count.
+    ci_pct: float | None = None
+    min_requests: int | None = None
+    level_budget_s: float | None = None
 
 
 class Timings(_Part, kw_only=True):

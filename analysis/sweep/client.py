@@ -26,7 +26,7 @@ ROLE_DEFAULTS: dict[str, Any] = {
 # The sweep settings the client's argv carries, by their -e names (analysis.sweep.request).
 SWEEP_SETTINGS = (
     "max_tokens", "warmup", "repeats", "concurrency", "bench_requests", "bench_duration_s", "request_rate",
-    "seed",
+    "bench_ci_pct", "bench_min_requests", "bench_level_budget_s", "seed",
 )  # fmt: skip
 # How each level is driven: the settings' client options (a value unset is left out).
 LOAD_OPTIONS = {"bench_requests": "--requests", "bench_duration_s": "--duration-s",
@@ -58,6 +58,7 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
         f"--timeout-s={s['request_timeout_s']}",
         "--api-key-env=SPECSWEEP_API_KEY",
         *(f"--concurrency={c}" for c in s["concurrency"]),
+        *(stop_options(s) if client == "specsweep" else []),
         *load_options(s),
     ]
 
@@ -83,6 +84,16 @@ def launch_argv(launch: Mapping[str, Any]) -> list[str]:
     (`output`) and, for bench_serving (`client` sglang), its own JSONL (`sglang_jsonl`)."""
     jsonl = [f"--jsonl={launch['sglang_jsonl']}"] if launch["client"] == "sglang" else []
     return [*launch["argv"], f"--output={launch['output']}", *jsonl]
+
+
+# When a level stops early (specsweep's own client; bench_serving sends each level's count).
+STOP_OPTIONS = {"bench_ci_pct": "--ci-pct", "bench_min_requests": "--min-requests",
+                "bench_level_budget_s": "--level-budget-s"}  # fmt: skip
+
+
+def stop_options(s: Mapping[str, Any]) -> list[str]:
+    """The stopping options that are set."""
+    return [f"{flag}={s[key]}" for key, flag in STOP_OPTIONS.items() if s.get(key) not in (None, "")]
 
 
 def load_options(s: Mapping[str, Any]) -> list[str]:

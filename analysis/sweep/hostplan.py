@@ -116,6 +116,13 @@ class Estimate(_Part, kw_only=True):
     configs: int
     launches_per_host: int
     seconds: float | None  # None: no earlier sweep of this engine to time
+    # Its parts, per launch but setup (analysis.sweep.estimate.Parts); None in older plans.
+    setup_s: float | None = None
+    load_s: float | None = None
+    overhead_s: float | None = None
+    bench_s: float | None = None
+    assumptions: list[str] = msgspec.field(default_factory=list)  # what history did not give
+    warning: str | None = None  # over an hour: the biggest lever
     text: str  # as the operator reads it
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,12 +19,18 @@ import msgspec
 from analysis.redact import REDACTED, redact_argv, redact_env
 from analysis.sweep import adaptive, client, order, sglang_releases
 from analysis.sweep import config as cfg
+from analysis.sweep import estimate as est
 from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
+
+# The benchmark role's default prompt set, and the units a level sends by default (its client's
+# REQUESTS_PER_LEVEL x c, at least one pass over the records).
+PROMPT_SET = Path(__file__).resolve().parents[2] / "roles/benchmark/files/prompts/code.jsonl"
+REQUESTS_PER_LEVEL = 4
 
 
 @dataclass(frozen=True)
@@ -150,31 +155,9 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     ]
 
 
-def _previous_timings(results_dir: Path, engine: str) -> tuple[float | None, float | None]:
-    """Median (load s, benchmark s) of the latest earlier sweep's ok facts of this engine."""
-    sweeps = sorted((p for p in results_dir.glob("*/sweep.json")), key=lambda p: p.stat().st_mtime)
-    for sweep in reversed(sweeps):
-        loads, benches = [], []
-        for path in sweep.parent.glob("*/*.json"):
-            try:
-                fact = json.loads(path.read_bytes())
-            except (OSError, ValueError):
-                continue
-            if fact.get("status") == "ok" and (fact.get("engine") or {}).get("name") == engine:
-                timings = fact.get("timings") or {}
-                loads += [timings["load_s"]] if timings.get("load_s") else []
-                benches += [timings["bench_s"]] if timings.get("bench_s") else []
-        if loads and benches:
-            return statistics.median(loads), statistics.median(benches)
-    return None, None
-
-
-def estimate(
-    configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request, results_dir: Path
-) -> dict[str, Any]:
-    """Launches per host and how long they take: from the last sweep's load and benchmark times, else
-    a bound on loading alone (the health timeout), the benchmarks unknown. Every launch counts (each
-    of `launches`, the baseline's again, one finalist at least); a search's probes at most all."""
+def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request) -> int:
+    """Launches one host makes: each of `launches`, the baseline's again, one finalist at least; a
+    search's probes at most all."""
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
     plans = list(hosts.values())
@@ -186,18 +169,75 @@ def estimate(
         shared = sum(s.speculative for s in slots)
         shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
     finalists = int(bool(request["finalists"]) and spec > 0 and not request["search"])
-    per_host = own + shared + finalists
-    engines = {h.engine for h in hosts.values()}
-    load, bench = _previous_timings(results_dir, next(iter(engines))) if len(engines) == 1 else (None, None)
-    seconds = None
-    if load is not None and bench is not None:
-        seconds = per_host * (load + bench)
-        text = f"about {duration(seconds)} (last sweep's median load {load:.0f} s, benchmark {bench:.0f} s)"
-    else:
-        timeouts = [h.server.health_timeout_s for h in hosts.values() if h.server]
-        bound = per_host * max(timeouts, default=0)
-        text = f"loading up to {duration(bound)} (health timeout; no earlier sweep to time) + benchmarks"
-    return {"configs": len(configs), "launches_per_host": per_host, "seconds": seconds, "text": text}
+    return own + shared + finalists
+
+
+def _levels(request: Request, traffic: Mapping[str, Any] | None) -> list[est.Level]:
+    """What one launch sends, in the client's order: per workload and level, units, turns, tokens."""
+    sets = [(s["name"], s["records"], s["turns"] / s["records"]) for s in (traffic or {}).get("sets", [])]
+    sets = sets or [(None, _prompt_set_records(), 1.0)]
+    return [
+        est.Level(name, c, max(REQUESTS_PER_LEVEL * c, records), turns, request["max_tokens"])
+        for name, records, turns in sets
+        for c in request["concurrency"]
+    ]
+
+
+def _prompt_set_records() -> int:
+    """Records of the benchmark role's default prompt set (sent when no workload is named)."""
+    return len(PROMPT_SET.read_text(encoding="utf-8").splitlines())
+
+
+def estimate(
+    configs: list[cfg.Config],
+    hosts: Mapping[str, HostPlan],
+    request: Request,
+    results_dir: Path,
+    traffic: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's."""
+    per_host = launches_per_host(configs, hosts, request)
+    measure = est.Measure(
+        repeats=request["repeats"],
+        warmup=request["warmup"],
+        requests=request["bench_requests"],
+        duration_s=request["bench_duration_s"],
+        ci_pct=request["bench_ci_pct"],
+        min_requests=request["bench_min_requests"],
+        budget_s=request["bench_level_budget_s"],
+        rate=request["request_rate"],
+    )
+    levels = _levels(request, traffic)
+    estimates = [
+        est.parts(
+            est.history(results_dir, h.engine, h.server.model),
+            h.engine, levels, measure, per_host, h.server.health_timeout_s,
+        )
+        for h in hosts.values() if h.server
+    ]  # fmt: skip
+    if not estimates:
+        return {"configs": len(configs), "launches_per_host": per_host, "seconds": None, "text": "unknown"}
+    p = max(estimates, key=lambda e: e.total_s)
+    text = (
+        f"about {duration(p.total_s)} (setup {p.setup_s:.0f} s + {per_host} x (load {p.load_s:.0f} s "
+        f"+ suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
+    )
+    text += f"; assumed: {', '.join(p.assumptions)}" if p.assumptions else ""
+    warning = (
+        f"estimate over {duration(est.WARN_S)}: {est.lever(p, measure)}" if p.total_s > est.WARN_S else None
+    )
+    return {
+        "configs": len(configs),
+        "launches_per_host": per_host,
+        "seconds": p.total_s,
+        "setup_s": p.setup_s,
+        "load_s": p.load_s,
+        "overhead_s": p.overhead_s,
+        "bench_s": p.bench_s,
+        "assumptions": list(p.assumptions),
+        "warning": warning,
+        "text": text,
+    }
 
 
 def build(
@@ -278,7 +318,7 @@ def build(
         "warnings": warnings,
         # The workloads' records file (controller) and each set by counts and hash, never its text.
         "workloads": traffic,
-        "estimate": estimate(configs, plans, request, results_dir),
+        "estimate": estimate(configs, plans, request, results_dir, traffic),
     }
     return {"errors": [], "sweep": dump(load(Sweep, sweep)), "hosts": {n: dump(p) for n, p in plans.items()}}
 
@@ -446,6 +486,7 @@ def describe(plan: dict[str, Any]) -> str:
     sweep = plan["sweep"]
     lines = [summary(sweep)]
     lines += [f"  grid: {w}" for w in sweep["warnings"]]
+    lines += [f"  WARNING: {sweep['estimate']['warning']}"] if sweep["estimate"].get("warning") else []
     for host, hp in plan["hosts"].items():
         lines.append(f"{host} ({hp['engine']}):")
         lines += [f"  PROBLEM: {p}" for p in hp["problems"]]
@@ -477,3 +518,9 @@ def summary(sweep: Mapping[str, Any]) -> str:
         f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}; "
         f"{ordered}"
     )
+
+
+def headline(sweep: Mapping[str, Any]) -> str:
+    """The summary, and on a line of its own the estimate's warning when the sweep is long."""
+    warning = sweep["estimate"].get("warning")
+    return summary(sweep) + (f"\nWARNING: {warning}" if warning else "")

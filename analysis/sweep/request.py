@@ -216,6 +216,16 @@ def positive_number(name: str, value: Any) -> float | None:
     return number
 
 
+def non_negative_number(name: str, value: Any) -> float:
+    """A number >= 0 (0 turns the feature off)."""
+    if value is None or value == "" or value == 0 or value == "0":
+        return 0.0
+    try:
+        return float(positive_number(name, value) or 0.0)
+    except RequestError:
+        raise RequestError(f"{name}: expected a number >= 0 (0: off), got {value!r}") from None
+
+
 @dataclass(frozen=True)
 class Setting:
     """One `-e` setting: how it is read, its default, and one line for the operator."""
@@ -292,6 +302,15 @@ SETTINGS: tuple[Setting, ...] = (
         "requests per level and repeat (default max(4 x c, prompts))",
     ),
     Setting("bench_duration_s", positive_number, None, "instead of bench_requests: send for this long, s"),
+    # Unless one of the two above is given, a level stops once it knows enough (docs/load.md).
+    Setting(
+        "bench_ci_pct",
+        non_negative_number,
+        3.0,
+        "stop a level when its tok/s 95% CI half-width is this % of it; 0 = send them all",
+    ),
+    Setting("bench_min_requests", one_int, 8, "a stopping level sends at least this many"),
+    Setting("bench_level_budget_s", positive_number, 60.0, "a stopping level sends for at most this long, s"),
     Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
     Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from ansible.plugins.action import ActionBase
 from analysis import cli
 from analysis.running import progress, race
 from analysis.search.state import render_summary
-from analysis.sweep import hostplan, request
+from analysis.sweep import estimate, hostplan, request
 
 
 class ActionModule(ActionBase):
@@ -59,6 +60,7 @@ class ActionModule(ActionBase):
             lines += progress.unmeasured(
                 root, leaders, sweep["configs"], sweep["settings"], states, planned, kept
             )
+            parts.append(estimate.versus(sweep, root, time.time()))
         else:
             # `--tags report` of an earlier sweep shows it; only a run that measured is judged.
             parts += [f"earlier runs: {line}" for line in lines]

@@ -45,6 +45,10 @@ def test_sweep_on_two_hosts_records_every_config_and_prints_the_table(
     for host in ("sshost1", "sshost2"):
         assert re.search(rf"host {host} \| llama_cpp", run.output), run.output[-3000:]
     assert re.search(r"^\s*\*?\s*s3\s+\d+\.\d", run.output, re.M), run.output[-3000:]
+    # The end says the plan's estimate against what the sweep took, and the launches' medians.
+    said = r"^estimate \d+ s, took (\d+) s \([+-]\d+%\); per launch load \d+ s \(estimated \d+\), benchmark "
+    took = re.search(said, run.output, re.M)
+    assert took and 0 < int(took[1]) < 3600, run.output[-3000:]
 
 
 def test_plan_only_writes_exact_argv_and_second_run_changes_nothing(

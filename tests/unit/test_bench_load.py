@@ -234,13 +234,16 @@ def test_main_measures_each_level_in_its_window_and_records_how(stand_in: str, t
     prompts = tmp_path / "p.jsonl"
     prompts.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
     out = tmp_path / "out.json"
+    # No interval stops these levels (--ci-pct 0): the stand-in's rates are timing noise.
     argv = ["--engine", "llama_cpp", "--url", stand_in, "--prompts", str(prompts), "--max-tokens", "2",
-            "--warmup", "0", "--repeats", "2", "--concurrency", "3", "--output", str(out)]  # fmt: skip
+            "--warmup", "0", "--repeats", "2", "--concurrency", "3", "--output", str(out),
+            "--ci-pct", "0"]  # fmt: skip
     assert bench.main(argv) == 0
     doc = json.loads(out.read_text())
     settings = from_dict(BenchmarkSettings, doc["benchmark"])
     how = (settings.requests, settings.duration_s, settings.request_rate, settings.seed)
     assert how == (None, None, None, 42)
+    assert (settings.ci_pct, settings.min_requests, settings.level_budget_s) == (0.0, 8, 60.0)
     runs = [from_dict(Run, r) for r in doc["runs"]]
     assert [(r.concurrency, r.repeat) for r in runs] == [(3, 1), (3, 2)]
     for run in runs:

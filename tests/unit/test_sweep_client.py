@@ -34,6 +34,9 @@ SETTINGS: dict[str, Any] = {
     "bench_duration_s": "",  # how a template renders an unset value when not native
     "request_rate": None,
     "seed": 42,
+    "bench_ci_pct": 3.0,
+    "bench_min_requests": 8,
+    "bench_level_budget_s": 60.0,
     "sglang_python": "/opt/sglang/bin/python",
     "sglang_extra_args": [],
 }
@@ -73,7 +76,8 @@ def launched(settings: dict[str, Any]) -> list[str]:
 
 def test_the_specsweep_client_argv_is_exact() -> None:
     assert launched(SETTINGS) == [
-        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp", *COMMON,
+        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp", *COMMON[:-1],
+        "--ci-pct=3.0", "--min-requests=8", "--level-budget-s=60.0", COMMON[-1],
         "--output=/var/tmp/specsweep/sw/s1.bench.json",
     ]  # fmt: skip
 
@@ -147,14 +151,15 @@ def test_the_plans_role_defaults_are_the_roles() -> None:
 
 def test_the_plan_builds_a_hosts_argv_from_its_role_its_server_and_the_sweeps_settings() -> None:
     settings = {"max_tokens": 64, "warmup": 0, "repeats": 2, "concurrency": [1, 4], "bench_requests": None,
-                "bench_duration_s": 30.0, "request_rate": None, "seed": 7, "steps": [1]}  # fmt: skip
+                "bench_duration_s": 30.0, "request_rate": None, "seed": 7, "steps": [1], "bench_ci_pct": 3.0,
+                "bench_min_requests": 8, "bench_level_budget_s": 60.0}  # fmt: skip
     role = {**client.ROLE_DEFAULTS, "client": "specsweep", "work_dir": "/w"}
     served = {"engine": "llama_cpp", "url": "http://127.0.0.1:8081", "python": None}
     assert host_argv(role, served, settings, "") == [
         "/usr/bin/python3", "/w/specsweep_bench.py", "--engine=llama_cpp", "--url=http://127.0.0.1:8081",
         "--prompts=/w/code.jsonl", "--max-tokens=64", "--warmup=0", "--repeats=2", "--timeout-s=300",
-        "--api-key-env=SPECSWEEP_API_KEY", "--concurrency=1", "--concurrency=4", "--duration-s=30.0",
-        "--seed=7",
+        "--api-key-env=SPECSWEEP_API_KEY", "--concurrency=1", "--concurrency=4", "--ci-pct=3.0",
+        "--min-requests=8", "--level-budget-s=60.0", "--duration-s=30.0", "--seed=7",
     ]  # fmt: skip
     records = "/root/.cache/specsweep/records/workloads-0123.jsonl"
     assert "--prompts=/w/workloads-0123.jsonl" in host_argv(role, served, settings, records)
@@ -168,6 +173,14 @@ def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
     args = adapter().parse_args(launched({**settings, "client": "sglang"})[2:])
     assert (args.requests, args.duration_s, args.request_rate, args.seed) == (64, None, 2.5, 7)
+
+
+def test_the_stopping_rule_reaches_specsweeps_client_only() -> None:
+    argv = client_argv({**SETTINGS, "bench_ci_pct": 5, "bench_min_requests": 12, "bench_level_budget_s": 30})
+    args = load_plugin("roles/benchmark/files/specsweep_bench.py").parse_args(argv[2:])
+    assert (args.ci_pct, args.min_requests, args.level_budget_s) == (5.0, 12, 30.0)
+    sglang = client_argv({**SETTINGS, "client": "sglang"})
+    assert not [a for a in sglang if a.startswith(("--ci-pct", "--min-requests", "--level-budget-s"))]
 
 
 def test_the_installed_files_are_named_at_their_host_path_with_their_sha1() -> None:

@@ -67,18 +67,27 @@ def llama(name: str = "h0", **settings: Any) -> plan.HostInput:
     return plan.HostInput(name, "llama_cpp", {**LLAMA, **settings})
 
 
-def fact(path: Path, engine: str, load_s: float | None, bench_s: float | None, status: str = "ok") -> None:
-    """A fact file with what the estimate reads of it."""
+def fact(
+    path: Path, engine: str, load_s: float | None, bench_s: float | None, status: str = "ok", tps: float = 48
+) -> None:
+    """A fact file with what the estimate reads of it: timings and one run at c=1 of `tps` tok/s."""
     path.parent.mkdir(parents=True, exist_ok=True)
     timings = {"started_at": 0.0, "finished_at": 1.0, "load_s": load_s, "bench_s": bench_s}
-    path.write_text(json.dumps({"status": status, "engine": {"name": engine}, "timings": timings}))
+    requests = [{"output_tokens": 96, "e2e_s": 96 / tps}] * 4  # every request alike: no spread
+    run = {"concurrency": 1, "duration_s": 10.0, "window_output_tokens": 10 * tps, "requests": requests}
+    path.write_text(
+        json.dumps({"status": status, "host": "h0", "engine": {"name": engine, "model": "/models/gemma.gguf"},
+                    "timings": timings, "runs": [run]})
+    )  # fmt: skip
 
 
-def earlier_sweep(results: Path, name: str, mtime: float, facts: list[tuple[str, float, float, str]]) -> None:
+def earlier_sweep(
+    results: Path, name: str, mtime: float, facts: list[tuple[str, float, float, str]], tps: float = 48.0
+) -> None:
     """results/<name>/sweep.json written at `mtime`, with a fact per (engine, load_s, bench_s, status)."""
     (results / name).mkdir(parents=True)
     for i, (engine, load_s, bench_s, status) in enumerate(facts):
-        fact(results / name / "h0" / f"s{i + 1}.json", engine, load_s, bench_s, status)
+        fact(results / name / "h0" / f"s{i + 1}.json", engine, load_s, bench_s, status, tps)
     (results / name / "sweep.json").write_text("{}")
     os.utime(results / name / "sweep.json", (mtime, mtime))
 
@@ -134,18 +143,22 @@ def test_a_custom_lock_path_is_kept(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------------
 
 
-def test_without_an_earlier_sweep_the_estimate_bounds_loading_by_the_health_timeout(tmp_path: Path) -> None:
+def test_without_an_earlier_sweep_the_estimate_says_what_it_assumed(tmp_path: Path) -> None:
     estimate = build([llama()], tmp_path, steps="1,2")["sweep"]["estimate"]
-    assert estimate == {
-        "configs": 3,
-        "launches_per_host": 3,
-        "seconds": None,  # the benchmarks' time is not known before a sweep of this engine
-        "text": "loading up to 6 min (health timeout; no earlier sweep to time) + benchmarks",
-    }
+    # The prompt set's 4 records at c=1, 96 tokens each at an assumed 40 tok/s, 3 repeats, 1 warm-up.
+    bench = 3 * 4 * 96 / 40 + 96 / 40
+    assert estimate["seconds"] == pytest.approx(30 + 3 * (120 + 20 + bench))
+    said = "about 9 min (setup 30 s + 3 x (load 120 s + suite 20 s + benchmark 31 s)); assumed: "
+    assert estimate["text"].startswith(said), estimate["text"]
+    assert estimate["assumptions"] == [
+        "40 tok/s at c=1", "request tok/s spread 10%", "load up to the health timeout, 120 s",
+        "20 s suite overhead per launch", "30 s before the first launch",
+    ]  # fmt: skip
+    assert estimate["warning"] is None
 
 
-def test_the_estimate_uses_the_last_sweeps_median_load_and_benchmark_times(tmp_path: Path) -> None:
-    earlier_sweep(tmp_path, "old", 1000, [("llama_cpp", 100, 100, "ok")])
+def test_the_estimate_uses_the_last_sweeps_median_load_and_measured_rates(tmp_path: Path) -> None:
+    earlier_sweep(tmp_path, "old", 1000, [("llama_cpp", 100, 100, "ok")], tps=10)
     earlier_sweep(tmp_path, "last", 2000, [
         ("llama_cpp", 10, 20, "ok"), ("llama_cpp", 60, 100, "ok"), ("llama_cpp", 20, 30, "ok"),
         ("llama_cpp", 999, 999, "failed"),  # a failure's times say nothing
@@ -154,18 +167,31 @@ def test_the_estimate_uses_the_last_sweeps_median_load_and_benchmark_times(tmp_p
     # The newest sweep has nothing of this engine: it is passed over.
     earlier_sweep(tmp_path, "newest", 3000, [("sglang", 5, 5, "ok")])
     estimate = build([llama()], tmp_path, steps="1,2")["sweep"]["estimate"]
-    assert estimate == {
-        "configs": 3,
-        "launches_per_host": 3,
-        "seconds": 3 * (20 + 30),  # the medians (the means would be 30 and 50)
-        "text": "about 2 min (last sweep's median load 20 s, benchmark 30 s)",
-    }
+    # The median load (the mean would be 30); 4 requests x 3 repeats + 1 warm-up of 96 tokens at 48 tok/s.
+    assert (estimate["load_s"], estimate["bench_s"]) == (20, (4 * 3 + 1) * 96 / 48)
+    assert "tok/s" not in " ".join(estimate["assumptions"])
 
 
-def test_an_unreadable_fact_is_skipped_by_the_estimate(tmp_path: Path) -> None:
+def test_the_estimate_counts_the_records_turns_and_tokens_each_workload_sends(tmp_path: Path) -> None:
     earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", 10, 20, "ok")])
-    (tmp_path / "last" / "h0" / "s9.json").write_text('{"status": "ok"')
-    assert build([llama()], tmp_path, steps=1)["sweep"]["estimate"]["seconds"] == 2 * 30
+    prompts = build([llama()], tmp_path, steps=1, bench_ci_pct=0)["sweep"]["estimate"]
+    given = {"steps": 1, "bench_ci_pct": 0, "workloads": "chat,code", "workload_records": 8, "max_tokens": 48}
+    traffic = build([llama()], tmp_path, **given)["sweep"]["estimate"]
+    # 8 chat records of 2 turns and 8 code records of 1, 48 tokens each, where the last sweep's
+    # bench_s (20 s of 4 prompts) said nothing of what this one sends.
+    assert traffic["bench_s"] == pytest.approx((3 * (8 * 2 + 8) + 2) * 48 / 48)
+    assert prompts["bench_s"] == pytest.approx((3 * 4 + 1) * 96 / 48)
+    assert traffic["seconds"] > prompts["seconds"] + 2 * (traffic["bench_s"] - prompts["bench_s"]) - 1
+
+
+def test_a_sweep_over_an_hour_warns_with_its_biggest_lever(tmp_path: Path) -> None:
+    sglang = plan.HostInput("g1", "sglang", SGLANG)
+    estimate = build([sglang], tmp_path, steps="1..5", launches=2, concurrency="1,16,64")["sweep"]["estimate"]
+    assert estimate["warning"] == (
+        "estimate over 60 min: loading is 93% of it: fewer launches (fewer steps, race=true, finalists=false)"
+    ), estimate
+    headline = plan.headline(build([sglang], tmp_path, steps="1..5")["sweep"])
+    assert "\nWARNING: estimate over 60 min" in headline
 
 
 @pytest.mark.parametrize(
@@ -181,17 +207,15 @@ def test_an_unreadable_fact_is_skipped_by_the_estimate(tmp_path: Path) -> None:
 def test_shared_configs_are_split_over_the_hosts_in_the_estimate(
     tmp_path: Path, given: dict[str, Any], launches: int
 ) -> None:
-    earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", 10, 20, "ok")])
     estimate = build([llama("a"), llama("b")], tmp_path, **given)["sweep"]["estimate"]
-    assert (estimate["launches_per_host"], estimate["seconds"]) == (launches, launches * 30.0)
+    assert estimate["launches_per_host"] == launches
 
 
-def test_mixed_engines_take_the_longest_health_timeout(tmp_path: Path) -> None:
+def test_mixed_engines_take_the_slowest_host(tmp_path: Path) -> None:
     earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", 10, 20, "ok")])
     hosts = [llama(), plan.HostInput("g1", "sglang", SGLANG)]
     estimate = build(hosts, tmp_path, steps=2, algorithm="")["sweep"]["estimate"]
-    assert (estimate["launches_per_host"], estimate["seconds"]) == (2, None)
-    assert estimate["text"].startswith("loading up to 60 min (health timeout")  # 2 x SGLang's 1800 s
+    assert (estimate["launches_per_host"], estimate["load_s"]) == (2, 1800)  # SGLang's health timeout
 
 
 # --------------------------------------------------------------------------------------
@@ -224,6 +248,8 @@ def test_describe_prints_a_command_line_per_host_and_config(tmp_path: Path) -> N
     lines = plan.describe(plan.document(built)).splitlines()
     assert lines[0] == plan.summary(built["sweep"])
     assert lines[1].startswith("  grid: skipped steps=2 topk=1 draft_tokens=4: 4 > steps*topk+1 = 3")
+    # Two SGLang launches bounded by their 30 min health timeout: over an hour.
+    assert lines.pop(2).startswith("  WARNING: estimate over 60 min: loading is 9"), lines
     assert lines[2] == "g0 (sglang):"
     assert lines[3] == (
         "  baseline: NCCL_X='a b' /opt/sglang/bin/python -m sglang.launch_server --model-path "
@@ -236,7 +262,10 @@ def test_describe_prints_a_command_line_per_host_and_config(tmp_path: Path) -> N
     assert lines[5].startswith(
         "  client: /usr/bin/python3 /var/tmp/specsweep/bench/specsweep_bench.py --engine=sglang "
     )
-    assert lines[5].endswith(" --concurrency=1 --seed=42 (each launch adds where it keeps its output)")
+    assert lines[5].endswith(
+        " --concurrency=1 --ci-pct=3.0 --min-requests=8 --level-budget-s=60.0 --seed=42"
+        " (each launch adds where it keeps its output)"
+    )
     assert lines[6] == "g1 (sglang):"
     assert lines[7].startswith("  PROBLEM: sglang_server_draft_model_path: EAGLE3 needs a draft model")
     assert len(lines) == 8 + len(built["hosts"]["g1"]["entries"])
@@ -270,16 +299,18 @@ def test_each_host_is_given_its_clients_exact_argv_the_load_settings_by_their_ow
 def test_describe_without_env_starts_with_the_command(tmp_path: Path) -> None:
     built = build([plan.HostInput("g1", "sglang", SGLANG)], tmp_path, steps=2)
     lines = plan.describe(plan.document(built)).splitlines()
+    assert lines.pop(1).startswith("  WARNING: "), lines
     assert lines[1] == "g1 (sglang):"
     assert lines[2].startswith("  baseline: /opt/sglang/bin/python -m sglang.launch_server --model-path ")
 
 
 def test_the_summary_names_configs_hosts_time_and_folder(tmp_path: Path) -> None:
     built = build([llama("a"), llama("b")], tmp_path, steps="1,2")
-    assert plan.summary(built["sweep"]) == (
-        "sweep sw: 3 config(s) (baseline, s1, s2) on a, b, 3 launch(es) per host, loading up to 6 min "
-        "(health timeout; no earlier sweep to time) + benchmarks; results in /results/sw; grid order"
-    )
+    line = plan.summary(built["sweep"])
+    assert line.startswith(
+        "sweep sw: 3 config(s) (baseline, s1, s2) on a, b, 3 launch(es) per host, about 9 min ("
+    ), line
+    assert line.endswith("; results in /results/sw; grid order"), line
 
 
 def test_a_long_grid_is_shortened_in_the_summary(tmp_path: Path) -> None:
@@ -289,13 +320,8 @@ def test_a_long_grid_is_shortened_in_the_summary(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("seconds", "said"), [(90, "90 s"), (360, "6 min"), (9000, "2.5 h")])
-def test_the_estimate_is_said_as_people_say_durations(tmp_path: Path, seconds: float, said: str) -> None:
-    earlier_sweep(tmp_path, "last", 2000, [("llama_cpp", seconds / 2, seconds / 2, "ok")])
-    built = build([llama()], tmp_path, steps="", baseline=True)
-    expected = (
-        f"sweep {built['sweep']['id']}: 1 config(s) (baseline) on h0, 1 launch(es) per host, about {said} "
-    )
-    assert plan.summary(built["sweep"]).startswith(expected), plan.summary(built["sweep"])
+def test_the_estimate_is_said_as_people_say_durations(seconds: float, said: str) -> None:
+    assert plan.duration(seconds) == said
 
 
 def test_workloads_are_built_at_plan_time_and_named_by_counts_and_hash(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import concurrent.futures
 import hashlib
 import http.client
 import json
+import math
 import os
 import queue
 import random
@@ -326,12 +327,65 @@ def requests_needed(concurrency: int) -> int:
 class Load(NamedTuple):
     """How one level is driven: `concurrency` in flight (closed loop), or Poisson arrivals at `rate`
     per second with at most `concurrency` in flight (open loop: bench_serving's --request-rate with
-    --max-concurrency); `requests` units sent, or as many as start within `duration_s`."""
+    --max-concurrency); `requests` units sent, or as many as start within `duration_s`; with `stop`,
+    fewer once the level has measured enough."""
 
     concurrency: int
     requests: int
     duration_s: float | None = None
     rate: float | None = None
+    stop: Stop | None = None
+
+
+class Stop(NamedTuple):
+    """When a level stops sending before its `requests`: once the 95% CI half-width of its units'
+    mean tok/s is within `ci_pct` % of it (0: never), after at least `min_requests` units; and after
+    `budget_s` seconds whatever the interval says. A closed loop sends 2 x c at least (its window)."""
+
+    ci_pct: float
+    min_requests: int
+    budget_s: float | None
+
+
+def t975(df: int) -> float:
+    """The t distribution's 0.975 quantile: its expansion in 1/df around the normal's (Fisher and
+    Cornish), within 0.2% of the tables for df >= 3 (the rule needs 3 units at least)."""
+    z = 1.959964
+    terms = ((z**3 + z) / 4, (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+             (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384,
+             (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160)  # fmt: skip
+    return z + sum(term / df**k for k, term in enumerate(terms, 1))
+
+
+def settled(rates: list[float], ci_pct: float) -> bool:
+    """True when the mean of `rates` is known to within ci_pct % (95% CI half-width)."""
+    n = len(rates)
+    if ci_pct <= 0 or n < 3:
+        return False
+    mean = sum(rates) / n
+    sd = math.sqrt(sum((r - mean) ** 2 for r in rates) / (n - 1))
+    return mean > 0 and t975(n - 1) * sd / math.sqrt(n) <= ci_pct / 100 * mean
+
+
+def enough(stop: Stop | None, concurrency: int, elapsed: float, sent: int, done: list[Unit]) -> bool:
+    """Whether a level that sent `sent` units, `done` of them finished (in send order), has measured
+    enough to stop sending.
+
+    The ramp's first c - 1 units ran with fewer in flight and are left out, as from the figures. The
+    records are drawn without replacement (Sampler), so the units sent before a stop are a fair sample.
+    """
+    if stop is None or sent < 2 * concurrency:
+        return False
+    if stop.budget_s is not None and elapsed >= stop.budget_s:
+        return True
+    if sent < stop.min_requests:
+        return False
+    rates = [
+        sum(r["output_tokens"] for r, _ in u.outcomes if r["error"] is None) / (u.done - u.sent)
+        for u in done[concurrency - 1 :]
+        if u.done > u.sent
+    ]
+    return settled(rates, stop.ci_pct)
 
 
 class Unit(NamedTuple):
@@ -379,7 +433,10 @@ def drive(work: Work, pick: Callable[[], Doc], load: Load, rng: random.Random,
     start = clock()
 
     def more(at: float, count: int) -> bool:
-        return at - start < load.duration_s if load.duration_s is not None else count < load.requests
+        if load.duration_s is not None:
+            return at - start < load.duration_s
+        done = [units[i] for i in sorted(units)]
+        return count < load.requests and not enough(load.stop, load.concurrency, at - start, count, done)
 
     arrived, next_arrival = 0, start  # open loop only
 
@@ -631,6 +688,26 @@ def add_measurement_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=42, help="seed of the records sent (and of the arrivals)")
 
 
+def add_stopping_options(p: argparse.ArgumentParser) -> None:
+    """When a level stops early (Stop), unless --requests or --duration-s fix what it sends."""
+    p.add_argument("--ci-pct", type=float, default=3.0, help="stop at this tok/s 95%% CI half-width; 0: off")
+    p.add_argument("--min-requests", type=int, default=8, help="a stopping level sends at least this many")
+    p.add_argument("--level-budget-s", type=float, default=60.0, help="and sends for at most this long")
+
+
+def stopping(args: argparse.Namespace) -> Stop | None:
+    """The levels' stopping rule, None when the count or the duration is given (they keep their meaning)."""
+    if args.requests is not None or args.duration_s is not None:
+        return None
+    return Stop(args.ci_pct, args.min_requests, args.level_budget_s)
+
+
+def stop_settings(stop: Stop | None) -> Doc:
+    """The stopping rule as the fact's benchmark settings record it (None: every level sent its count)."""
+    return {"ci_pct": stop and stop.ci_pct, "min_requests": stop and stop.min_requests,
+            "level_budget_s": stop and stop.budget_s}  # fmt: skip
+
+
 def load_problem(args: argparse.Namespace) -> str | None:
     """Why these load options cannot be used together, or None (the plan checks them first)."""
     if args.requests is not None and args.duration_s is not None:
@@ -652,10 +729,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="specsweep on-host benchmark client")
     p.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
     add_measurement_options(p)
+    add_stopping_options(p)
     args = p.parse_args(argv)
     args.concurrency = args.concurrency or [1]
     if min(args.max_tokens, args.repeats, *args.concurrency) < 1 or args.warmup < 0:
         p.error("--max-tokens, --repeats, --concurrency must be >= 1, --warmup >= 0")
+    if args.ci_pct < 0 or args.min_requests < 1 or not args.level_budget_s > 0:
+        p.error("--ci-pct must be >= 0, --min-requests >= 1, --level-budget-s > 0")
     problem = load_problem(args)
     if problem:
         p.error(problem)
@@ -710,10 +790,11 @@ def main(argv: list[str] | None = None) -> int:
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     probe = specsweep_serverload.Probe(args.engine, client.host, client.port, client.headers)
     groups = by_workload(prompts)
+    stop = stopping(args)
     for workload, records in groups:
         for conc in args.concurrency:
             load = Load(conc, requests_per_level(conc, len(records), args.requests), args.duration_s,
-                        args.request_rate)  # fmt: skip
+                        args.request_rate, stop)  # fmt: skip
             for repeat in range(1, args.repeats + 1):
                 where = f"concurrency {conc}" + ("" if workload is None else f", workload {workload}")
                 progress(f"repeat {repeat}/{args.repeats} at {where}")
@@ -739,7 +820,7 @@ def main(argv: list[str] | None = None) -> int:
     benchmark = {"client": CLIENT, "prompt_set": os.path.basename(args.prompts),
                  "prompt_sha256": digest, "max_tokens": args.max_tokens, "warmup": args.warmup,
                  "repeats": args.repeats, "concurrency": args.concurrency, **load_settings(args),
-                 "workloads": workload_sets(groups)}  # fmt: skip
+                 **stop_settings(stop), "workloads": workload_sets(groups)}  # fmt: skip
     doc = {"client": CLIENT, "engine": args.engine, "engine_version": version,
            "benchmark": benchmark, "runs": runs, "server_info": info}  # fmt: skip
     emit(doc, args.output)

@@ -1,0 +1,298 @@
+"""How long a sweep will take, from what it will send and what this host's history says it costs.
+
+A launch costs its load, the suite's own work around it (launch, wait, record: `overhead`) and its
+benchmark; a benchmark is the warm-up plus, per workload, level and repeat, the requests the level
+sends times the tokens each generates over the level's measured tok/s. A level that stops when its
+interval is tight (bench_ci_pct) sends what the history's request-to-request spread needs, between
+its minimum and its budget. Rates come from the latest earlier sweeps of the same engine and model
+on this controller (per workload and level where they have it); what they lack is a stated
+assumption, named in the estimate's text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.tquantiles import KNOTS
+
+# Where no earlier sweep says: per-launch suite overhead (s) and decode tok/s at concurrency 1 per
+# engine (SGLang: the seed case's 88.8 tok/s baseline; llama.cpp: a 270M model on 2 CPU cores),
+# scaled by c ** RATE_EXPONENT for a level of c, and the request-to-request tok/s spread.
+ASSUMED_OVERHEAD_S = 20.0
+ASSUMED_SETUP_S = 30.0  # the plan, preflight and install before the first launch
+ASSUMED_TPS = {"sglang": 90.0, "llama_cpp": 40.0}
+RATE_EXPONENT = 0.5
+ASSUMED_CV = 0.10
+SWEEPS_READ = 10  # earlier sweeps read for rates, newest first
+WARN_S = 3600.0  # over this, the estimate names the biggest lever
+
+
+@dataclass(frozen=True)
+class Level:
+    """One (workload, concurrency) of a launch: how many requests per unit and tokens per request."""
+
+    workload: str | None
+    concurrency: int
+    units: int  # records sent per repeat if nothing stops the level earlier
+    turns: float  # requests per unit (a chat record's conversation has several)
+    tokens: int  # output tokens per request
+
+
+@dataclass
+class History:
+    """What earlier sweeps of one engine and model measured (medians; None: never measured)."""
+
+    load_s: float | None = None
+    overhead_s: float | None = None  # per launch, beyond load and benchmark
+    setup_s: float | None = None  # from the run's start to its first launch
+    tps: dict[tuple[str | None, int], float] = field(default_factory=dict)  # window tok/s by level
+    cv: dict[tuple[str | None, int], float] = field(default_factory=dict)  # per-request tok/s spread
+
+
+def t975(df: float) -> float:
+    """The t distribution's 0.975 quantile, interpolated in 1/df over the shared table."""
+    inv = 1.0 / max(df, 1.0)
+    for (x0, y0), (x1, y1) in itertools.pairwise(KNOTS):
+        if x0 <= inv <= x1:
+            return y0 + (y1 - y0) * (inv - x0) / (x1 - x0)
+    return KNOTS[-1][1]
+
+
+def requests_to_settle(cv: float, ci_pct: float) -> int:
+    """Requests whose mean tok/s has a 95% CI half-width of at most ci_pct % when they spread by `cv`."""
+    n = 2
+    while n < 10_000 and t975(n - 1) * cv / math.sqrt(n) > ci_pct / 100:
+        n += 1
+    return n
+
+
+def _facts(sweep_dir: Path) -> Iterator[dict[str, Any]]:
+    """The ok facts of one sweep folder, as parsed JSON (history is best effort: bad files are skipped)."""
+    for path in sweep_dir.glob("*/*.json"):
+        try:
+            fact = json.loads(path.read_bytes())
+        except (OSError, ValueError):
+            continue
+        if isinstance(fact, dict) and fact.get("status") == "ok":
+            yield fact
+
+
+def history(results_dir: Path, engine: str, model: str | None) -> History:
+    """The newest earlier sweeps' rates of `engine` serving `model` (any model when it has none)."""
+    sweeps = sorted(results_dir.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    sweeps = sweeps[:SWEEPS_READ]
+    out = History()
+    for match_model in ([model] if model else []) + [None]:
+        for sweep in sweeps:
+            facts = [
+                f for f in _facts(sweep.parent)
+                if (f.get("engine") or {}).get("name") == engine
+                and (match_model is None or f["engine"].get("model") == match_model)
+            ]  # fmt: skip
+            _take(out, facts, _run_started_at(sweep))
+        if out.load_s is not None:
+            break  # the model's own history; another model's only where it has none
+    return out
+
+
+def _run_started_at(sweep_json: Path) -> float | None:
+    """When the sweep's last run began (sweep.json), None when it does not say."""
+    try:
+        started = json.loads(sweep_json.read_bytes()).get("run_started_at")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return started if isinstance(started, int | float) else None
+
+
+def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float | None) -> None:
+    """Fill what `out` lacks from one sweep's facts (newer sweeps were taken first)."""
+    keys = ("started_at", "load_s", "bench_s")
+    timed = sorted(
+        ((f.get("host"), f["timings"]) for f in facts
+         if all(isinstance((f.get("timings") or {}).get(k), int | float) for k in keys)),
+        key=lambda ht: (str(ht[0]), ht[1]["started_at"]),
+    )  # fmt: skip
+    this_run = run_started_at if run_started_at is not None else math.inf
+    # A launch's whole cost is the time to the next launch's start on its host: what is not load or
+    # benchmark there is the suite's (stop, record, launch).
+    extra = [
+        b["started_at"] - a["started_at"] - a["load_s"] - a["bench_s"]
+        for (ha, a), (hb, b) in itertools.pairwise(timed)
+        if ha == hb and a["started_at"] >= this_run
+    ]
+    if out.load_s is None and timed:
+        out.load_s = statistics.median(t["load_s"] for _, t in timed)
+    if out.overhead_s is None and extra:
+        out.overhead_s = max(0.0, statistics.median(extra))
+    starts = [
+        t["started_at"] for _, t in timed if run_started_at is not None and t["started_at"] >= run_started_at
+    ]
+    if out.setup_s is None and starts and run_started_at is not None:
+        out.setup_s = min(starts) - run_started_at
+    tps: dict[tuple[str | None, int], list[float]] = {}
+    spread: dict[tuple[str | None, int], list[float]] = {}
+    for fact in facts:
+        for run in fact.get("runs") or []:
+            key = (run.get("workload"), int(run["concurrency"]))
+            if run.get("window_output_tokens") and run.get("duration_s"):
+                tps.setdefault(key, []).append(run["window_output_tokens"] / run["duration_s"])
+            rates = [
+                r["output_tokens"] / r["e2e_s"] for r in run.get("requests") or []
+                if not r.get("error") and r.get("e2e_s")
+            ]  # fmt: skip
+            if len(rates) >= 2 and statistics.mean(rates) > 0:
+                spread.setdefault(key, []).append(statistics.stdev(rates) / statistics.mean(rates))
+    for key, values in tps.items():
+        out.tps.setdefault(key, statistics.median(values))
+    for key, values in spread.items():
+        out.cv.setdefault(key, statistics.median(values))
+
+
+Key = tuple[str | None, int]
+
+
+def lookup(table: Mapping[Key, float], workload: str | None, c: int) -> tuple[float, int, str | None] | None:
+    """The history's figure for level (workload, c), else the other workloads' at c, else the nearest
+    level's: (figure, the level it is of, what was assumed or None); None when the history has none."""
+    if (workload, c) in table:
+        return table[(workload, c)], c, None
+    same_c = [v for (_, level), v in table.items() if level == c]
+    if same_c:
+        return statistics.median(same_c), c, f"{workload} at c={c} as the other workloads"
+    if not table:
+        return None
+    (_, near), value = min(table.items(), key=lambda kv: abs(math.log(kv[0][1] / c)))
+    return value, near, f"c={c} from c={near}"
+
+
+def level_rate(h: History, engine: str, workload: str | None, c: int) -> tuple[float, str | None]:
+    """tok/s at level (workload, c), and the assumption made when the history lacks it (None: measured).
+    Another level's rate is scaled by (c ratio) ** RATE_EXPONENT."""
+    found = lookup(h.tps, workload, c)
+    if found is None:
+        base = ASSUMED_TPS.get(engine, min(ASSUMED_TPS.values()))
+        return base * c**RATE_EXPONENT, f"{base:.0f} tok/s at c=1"
+    value, level, why = found
+    return value * (c / level) ** RATE_EXPONENT, why
+
+
+@dataclass(frozen=True)
+class Measure:
+    """How each level is driven (the request's bench_* settings, max_tokens, repeats, warm-up)."""
+
+    repeats: int
+    warmup: int
+    requests: int | None  # bench_requests: exactly this many units
+    duration_s: float | None  # bench_duration_s: this long
+    ci_pct: float  # stop when the tok/s interval is this tight (0: off)
+    min_requests: int
+    budget_s: float | None  # a level stops sending after this long
+    rate: float | None = None  # request_rate: units arrive this many per second (open loop)
+
+
+def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
+    """Seconds one repeat of one level takes: its units x requests x tokens over its tok/s."""
+    per_unit = level.turns * level.tokens / tps
+    if m.duration_s is not None:
+        return m.duration_s + per_unit * level.concurrency  # the drain after the last send
+    units = m.requests if m.requests is not None else level.units
+    if m.requests is None and m.ci_pct > 0:
+        floor = max(m.min_requests, 2 * level.concurrency)
+        units = min(units, max(floor, requests_to_settle(cv, m.ci_pct) + level.concurrency - 1))
+    # Open loop: the arrivals set the pace unless the server is slower than they are.
+    seconds = max(units * per_unit, units / m.rate if m.rate else 0.0)
+    if m.requests is None and m.budget_s is not None:
+        seconds = min(seconds, m.budget_s + per_unit * level.concurrency)
+    return seconds
+
+
+@dataclass(frozen=True)
+class Parts:
+    """An estimate's parts, seconds per host."""
+
+    launches: int
+    setup_s: float
+    load_s: float
+    overhead_s: float
+    bench_s: float  # one launch's benchmark
+    assumptions: tuple[str, ...]
+
+    @property
+    def total_s(self) -> float:
+        """The whole sweep on one host."""
+        return self.setup_s + self.launches * (self.load_s + self.overhead_s + self.bench_s)
+
+
+def parts(
+    h: History, engine: str, levels: Sequence[Level], m: Measure, launches: int, health_timeout_s: float
+) -> Parts:
+    """The estimate's parts for `launches` launches of `levels` on a host with history `h`."""
+    assumed: list[str] = []
+    bench = 0.0
+    for level in levels:
+        tps, why = level_rate(h, engine, level.workload, level.concurrency)
+        assumed += [why] if why else []
+        found = lookup(h.cv, level.workload, level.concurrency)
+        cv, _, why = found if found else (ASSUMED_CV, 0, f"request tok/s spread {ASSUMED_CV:.0%}")
+        if m.ci_pct > 0 and m.requests is None and m.duration_s is None:
+            assumed += [why] if why else []
+        bench += m.repeats * level_seconds(level, m, tps, cv)
+    if levels and m.warmup:
+        first = levels[0]
+        tps, _ = level_rate(h, engine, first.workload, 1)
+        bench += m.warmup * first.turns * first.tokens / tps
+    load = h.load_s
+    if load is None:
+        load = health_timeout_s
+        assumed.append(f"load up to the health timeout, {health_timeout_s:.0f} s")
+    overhead = h.overhead_s
+    if overhead is None:
+        overhead = ASSUMED_OVERHEAD_S
+        assumed.append(f"{ASSUMED_OVERHEAD_S:.0f} s suite overhead per launch")
+    setup = h.setup_s
+    if setup is None:
+        setup = ASSUMED_SETUP_S
+        assumed.append(f"{ASSUMED_SETUP_S:.0f} s before the first launch")
+    return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)))
+
+
+def lever(p: Parts, m: Measure) -> str:
+    """The change that saves the most of a long sweep, in words."""
+    if p.launches * p.load_s >= p.launches * p.bench_s:
+        return (
+            f"loading is {p.launches * p.load_s / p.total_s:.0%} of it: fewer launches "
+            "(fewer steps, race=true, finalists=false)"
+        )
+    if m.requests is not None or m.duration_s is not None or m.ci_pct == 0:
+        return "the benchmark dominates: drop bench_requests/bench_duration_s so levels stop when settled"
+    return "the benchmark dominates: fewer repeats, levels or workloads, or a larger bench_ci_pct"
+
+
+def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
+    """The end-of-sweep line: the plan's estimate against what this run took, and its launches' medians."""
+    planned = sweep.get("estimate") or {}
+    took = now - float(sweep["run_started_at"])
+    if planned.get("seconds") is None:
+        return ""
+    timings = [
+        f["timings"] for f in _facts(root)
+        if (f.get("timings") or {}).get("started_at", 0) >= sweep["run_started_at"]
+        and f["timings"].get("load_s") is not None and f["timings"].get("bench_s") is not None
+    ]  # fmt: skip
+    medians = ""
+    if timings and planned.get("load_s") is not None:
+        load = statistics.median(t["load_s"] for t in timings)
+        bench = statistics.median(t["bench_s"] for t in timings)
+        medians = (
+            f"; per launch load {load:.0f} s (estimated {planned['load_s']:.0f}), "
+            f"benchmark {bench:.0f} s (estimated {planned['bench_s']:.0f})"
+        )
+    off = took / planned["seconds"] - 1
+    return f"estimate {planned['seconds']:.0f} s, took {took:.0f} s ({off:+.0%}){medians}"

@@ -1,0 +1,40 @@
+"""bench/gpu_time.py prices the seed case per strategy with the sweep's own level arithmetic: the
+launch counts and GPU hours it prints are what its inputs say (few trials: coverage means little)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.sweep import estimate
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "gpu_time.py"
+
+
+def test_the_seed_cases_benchmark_is_priced_by_the_sweeps_level_arithmetic() -> None:
+    sys.path.insert(0, str(BENCH.parent))
+    import gpu_time  # bench/ is not a package: imported once the path is known
+
+    full, _ = gpu_time.bench_s(stopping=False)
+    # Every record at c = 1: chat 80 x 2 turns, code 164, 96 tokens at 88.8 tok/s, 3 repeats.
+    at_1 = 3 * (80 * 2 + 164) * 96 / 88.8
+    assert full > at_1
+    short, requests = gpu_time.bench_s(stopping=True)
+    assert short < full / 4 and requests[1] < 3 * (80 * 2 + 164)
+    level = estimate.Level(None, 1, 80, 2.0, 96)
+    assert estimate.level_seconds(level, gpu_time.measure(), 88.8, 0.05) == pytest.approx(
+        (estimate.requests_to_settle(0.05, 3.0)) * 2 * 96 / 88.8
+    )
+
+
+def test_the_bench_prints_each_strategy_at_each_launch_spread() -> None:
+    done = subprocess.run([sys.executable, str(BENCH), "--trials", "3"], capture_output=True, text=True,
+                          timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
+    assert len(rows) == 4 * 3, done.stdout
+    hand = [r for r in rows if r[1] == "hand"]
+    assert all(r[-4] == "6.0" for r in hand), done.stdout  # the hand loop's 6 launches, every trial

@@ -1,0 +1,109 @@
+"""The estimate's arithmetic (analysis.sweep.estimate): what a level sends and for how long, where
+the rates come from, and the parts of a launch read from an earlier sweep's facts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.sweep import estimate as est
+
+CHAT = est.Level("chat", 1, units=80, turns=2.0, tokens=96)
+ALL = est.Measure(
+    repeats=3, warmup=1, requests=None, duration_s=None, ci_pct=0.0, min_requests=8, budget_s=None
+)
+STOP = est.Measure(
+    repeats=3, warmup=1, requests=None, duration_s=None, ci_pct=3.0, min_requests=8, budget_s=60.0
+)
+
+
+def test_the_requests_a_level_needs_grow_with_the_square_of_its_spread() -> None:
+    # t(0.975, n - 1) x cv / sqrt(n) <= 3%: a 5% spread needs 14 (2.160 x 5% / sqrt(14) = 2.89%; 13
+    # give 3.02%), 10% needs 46, none the 2 an interval needs.
+    assert [est.requests_to_settle(cv, 3.0) for cv in (0.0, 0.05, 0.10)] == [2, 14, 46]
+
+
+def test_a_level_that_sends_every_record_takes_records_turns_and_tokens_over_its_rate() -> None:
+    assert est.level_seconds(CHAT, ALL, tps=48.0, cv=0.3) == 80 * 2 * 96 / 48
+    given = est.Measure(3, 1, requests=10, duration_s=None, ci_pct=3.0, min_requests=8, budget_s=60.0)
+    assert est.level_seconds(CHAT, given, tps=48.0, cv=0.3) == 10 * 2 * 96 / 48  # bench_requests: exactly
+    timed = est.Measure(3, 1, requests=None, duration_s=30.0, ci_pct=3.0, min_requests=8, budget_s=60.0)
+    assert est.level_seconds(CHAT, timed, tps=48.0, cv=0.3) == 30 + 2 * 96 / 48  # and the last unit's drain
+
+
+def test_a_stopping_level_sends_what_its_spread_needs_within_its_minimum_and_budget() -> None:
+    # Spread 5%: 14 units of 4 s each; spread 0: the minimum, 8; spread 30%: the 60 s budget + a unit.
+    assert est.level_seconds(CHAT, STOP, tps=48.0, cv=0.05) == 14 * 4
+    assert est.level_seconds(CHAT, STOP, tps=48.0, cv=0.0) == 8 * 4
+    assert est.level_seconds(CHAT, STOP, tps=48.0, cv=0.3) == 60 + 4
+    # At c = 16 the window needs 2 x c, and c - 1 ramp units are not counted.
+    wide = est.Level("chat", 16, units=80, turns=2.0, tokens=96)
+    assert est.level_seconds(wide, STOP, tps=480.0, cv=0.0) == 32 * 2 * 96 / 480
+    assert est.level_seconds(wide, STOP, tps=480.0, cv=0.05) == 32 * 2 * 96 / 480  # 14 + 15 < 32
+
+
+def test_an_open_loop_level_is_paced_by_its_arrivals() -> None:
+    slow = est.Measure(
+        3, 1, requests=20, duration_s=None, ci_pct=0.0, min_requests=8, budget_s=None, rate=0.5
+    )
+    assert est.level_seconds(CHAT, slow, tps=480.0, cv=0.0) == 20 / 0.5
+
+
+def test_rates_come_from_the_level_else_its_neighbours_else_an_assumption_named() -> None:
+    h = est.History(tps={("code", 1): 40.0, ("chat", 1): 30.0, ("code", 4): 80.0})
+    assert est.level_rate(h, "llama_cpp", "chat", 1) == (30.0, None)
+    assert est.level_rate(h, "llama_cpp", "chat", 4) == (80.0, "chat at c=4 as the other workloads")
+    assert est.level_rate(h, "llama_cpp", "code", 16) == (80.0 * 2, "c=16 from c=4")  # x (16/4) ** 0.5
+    assert est.level_rate(est.History(), "sglang", None, 4) == (90.0 * 2, "90 tok/s at c=1")
+
+
+def test_the_parts_name_every_assumption_and_add_up() -> None:
+    h = est.History(
+        load_s=10.0, overhead_s=5.0, setup_s=20.0, tps={("chat", 1): 48.0}, cv={("chat", 1): 0.05}
+    )
+    p = est.parts(h, "llama_cpp", [CHAT], STOP, launches=4, health_timeout_s=600)
+    assert p.assumptions == ()
+    assert p.bench_s == 3 * 14 * 4 + 1 * 2 * 96 / 48  # 3 repeats and the warm-up
+    assert p.total_s == 20 + 4 * (10 + 5 + p.bench_s)
+    bare = est.parts(est.History(), "llama_cpp", [CHAT], STOP, launches=1, health_timeout_s=600)
+    assert bare.load_s == 600 and "load up to the health timeout, 600 s" in bare.assumptions
+
+
+def test_a_long_sweep_names_its_biggest_lever() -> None:
+    loading = est.Parts(launches=10, setup_s=0, load_s=750, overhead_s=0, bench_s=250, assumptions=())
+    assert est.lever(loading, STOP).startswith("loading is 75% of it: fewer launches")
+    benching = est.Parts(launches=10, setup_s=0, load_s=10, overhead_s=0, bench_s=990, assumptions=())
+    assert "drop bench_requests" in est.lever(benching, ALL)
+    assert "fewer repeats, levels or workloads" in est.lever(benching, STOP)
+
+
+def _fact(folder: Path, name: str, started: float, load: float, bench: float, runs: list) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    timings = {
+        "started_at": started,
+        "finished_at": started + load + bench + 1,
+        "load_s": load,
+        "bench_s": bench,
+    }
+    fact = {"status": "ok", "host": "h0", "engine": {"name": "llama_cpp", "model": "/m.gguf"},
+            "timings": timings, "runs": runs}  # fmt: skip
+    (folder / f"{name}.json").write_text(json.dumps(fact))
+
+
+def test_the_history_reads_loads_the_suites_own_time_setup_rates_and_spread(tmp_path: Path) -> None:
+    sweep = tmp_path / "sw"
+    requests = [{"output_tokens": 96, "e2e_s": 96 / r} for r in (40.0, 50.0, 60.0)]
+    run = {"concurrency": 1, "workload": "code", "duration_s": 10.0, "window_output_tokens": 500.0,
+           "requests": requests}  # fmt: skip
+    # Launches at 100, 150, 210: the suite's own time is what load and benchmark leave of each gap.
+    _fact(sweep / "h0", "a", 100.0, 4.0, 40.0, [run])
+    _fact(sweep / "h0", "b", 150.0, 6.0, 44.0, [run])
+    _fact(sweep / "h0", "c", 210.0, 5.0, 30.0, [run])
+    (sweep / "sweep.json").write_text(json.dumps({"run_started_at": 70.0}))
+    h = est.history(tmp_path, "llama_cpp", "/m.gguf")
+    assert (h.load_s, h.overhead_s, h.setup_s) == (5.0, 8.0, 30.0)  # the suite's: 6 and 10
+    assert h.tps == {("code", 1): 50.0}
+    assert h.cv[("code", 1)] == pytest.approx(0.2)
+    assert est.history(tmp_path, "sglang", "/m.gguf").load_s is None
