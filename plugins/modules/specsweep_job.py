@@ -22,7 +22,7 @@ description:
     line (the level it measured) and that log line, C(exit), C(log_tail) (of O(server_log)), and what the
     command printed so far (specsweep_bench.py prints its finished runs when stopped).
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server), and the
-    first records the client's pid record in it (C(client)): releasing the lock stops the client first.
+    first records the client's pid record in it (C(client)); releasing the lock stops the client first.
 options:
   argv: {type: list, elements: str, required: true, description: Command to run.}
   path:

@@ -17,7 +17,7 @@ description:
     last progress is kept in C(O(log_path).progress)).
   - Once health answers 200 it proves generation works with one tiny request. A server that answers it
     with 5xx every time, at least 3 times over 3 seconds (specsweep_logs), fails
-    with C(cause=generation_error) and the last body (C(response)), instead of waiting out O(timeout_s):
+    with C(cause=generation_error) and the last body (C(response)), instead of waiting out O(timeout_s);
     the status decides, not the body, which may hold a request id or a time.
   - Returns C(ready=false) after O(slice_s) seconds of loading so the caller can print progress and
     call again (use C(until)); fails once the server is older than O(timeout_s).
