@@ -13,7 +13,7 @@ Rows (targets from the spine issue where it set one):
 The detection rows drive today's launch path with the real modules, run as on a host (as the unit
 tests run them, tests/unit/module_runner.py): specsweep_server starts a real llama.cpp server under
 its supervisor, which writes the pid record specsweep_wait reads; the argv is the one the plan
-renders for a baseline config (analysis.sweep.engines, with the llama_server role's defaults). The
+renders for a baseline config (analysis.engines, with the llama_server role's defaults). The
 server is held back `--delay` seconds (a python that sleeps, then execs it, keeping its pid) so the
 module is already polling when the server comes up, dies or is stopped (on a loaded machine the
 module's own start can take longer: the hang rows then include it). The overhead rows run the real
@@ -47,8 +47,8 @@ sys.path[:0] = [str(REPO), *(str(REPO / "tests" / sub) for sub in ("", "unit", "
 from module_runner import run_module  # noqa: E402 - after the path set-up, as a script
 from sweeps import playbook  # noqa: E402
 
+from analysis.engines import ENGINES  # noqa: E402
 from analysis.sweep.config import make  # noqa: E402
-from analysis.sweep.engines import ENGINES  # noqa: E402
 
 HOME = Path.home() / ".cache" / "specsweep"
 LAUNCHER = REPO / "roles" / "llama_server" / "files" / "specsweep_llama_server.py"

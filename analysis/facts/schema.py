@@ -14,12 +14,13 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from analysis.sweep.config import ENGINES, Config
+from analysis.engines import NAMES
+from analysis.sweep.config import Config
 
 SCHEMA_VERSION = 1
 
 Status = Literal["ok", "failed", "skipped"]
-EngineName = Literal[ENGINES]
+EngineName = Literal[NAMES]
 
 T = TypeVar("T")
 

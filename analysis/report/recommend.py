@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.engines import sglang, sglang_adaptive
 from analysis.report.compare import GROUP, is_baseline, verdict_ci
 from analysis.stats import straddles_zero
-from analysis.sweep.config import ADAPTIVE_ALGORITHMS, parse_id
+from analysis.sweep.config import parse_id
 
 HOST_GROUP = GROUP[:-1]  # sweep, host, engine, model, workload
 LEVEL = GROUP  # one load level of one host group and workload
@@ -304,9 +305,11 @@ def adaptive_schedule(step: pd.DataFrame) -> tuple[dict[str, dict[str, list[int]
     warnings = []
     engines = set(t["engine"])
     algorithms = {str(a).upper() for a in t.loc[t["speculative"].astype(bool), "algorithm"].dropna()}
-    if engines != {"sglang"} or not algorithms <= set(ADAPTIVE_ALGORITHMS):
+    # The file is SGLang's schedule (--speculative-adaptive-config).
+    if engines != {sglang.NAME} or not algorithms <= set(sglang_adaptive.ALGORITHMS):
+        only = "/".join(sglang_adaptive.ALGORITHMS)
         warnings.append(
-            f"SGLang runs adaptive speculation for {'/'.join(ADAPTIVE_ALGORITHMS)} only; these results "
+            f"SGLang runs adaptive speculation for {only} only; these results "
             f"are {', '.join(sorted(engines))} {', '.join(sorted(algorithms)) or ''}".rstrip()
         )
     choices = step_choices(step, adaptive_ready=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analysis.sweep.preflight import file_digests
+from analysis.engines.preflight import file_digests
 
 CLIENTS = ("specsweep", "sglang")
 

@@ -3,11 +3,10 @@
 The one owner of what a config is. The plan builds configs here, the engines render them, the fact
 schema stores them, the loader, the tables and the history take their columns from COLUMNS, and
 the JSONL reader parses file names back with `parse_id`. A new axis is a field here (with its id
-part and its rules), its rendering in analysis.sweep.engines, and a test.
+part and its rules), its rendering in each engine that has it (analysis.engines), and a test.
 
-Rules are checked against SGLang 0.5.23 (sglang/srt/arg_groups/speculative_hook.py,
-sglang/srt/speculative/spec_info.py, sglang/srt/speculative/adaptive_spec_params.py) and
-llama.cpp's server (`--spec-type ngram-mod`).
+The shape rules (steps, topk, draft tokens) are checked here; what an engine can run is its own
+(analysis.engines: each engine's `problems`, and the axes it has).
 """
 
 from __future__ import annotations
@@ -21,28 +20,9 @@ from typing import Any
 
 import msgspec
 
-SGLANG_VERSION_CHECKED = "0.5.23"
-ENGINES = ("llama_cpp", "sglang")
-DEFAULT_PROFILE = "default"
+from analysis.engines import DEFAULT, ENGINES, NAMES, with_axis
 
-# Every name SpeculativeAlgorithm.from_string accepts in SGLang 0.5.23 (besides plugin-registered
-# ones): the enum members (speculative/spec_info.py, NONE left out) plus the NEXTN alias.
-SGLANG_ALGORITHMS = frozenset(
-    {"DFLASH", "DSPARK", "EAGLE", "EAGLE3", "FROZEN_KV_MTP", "NEXTN", "NGRAM", "STANDALONE", "UNO"}
-)
-# The algorithms each engine's grid points describe with (steps, topk, draft_tokens). SGLang's
-# DFLASH/DSPARK force steps=topk=1 and size the draft by block size, UNO needs a LoRA,
-# FROZEN_KV_MTP is what SGLang promotes NEXTN/EAGLE to for Gemma4 drafts.
-ALGORITHMS: dict[str, tuple[str, ...]] = {
-    "llama_cpp": ("ngram-mod",),
-    "sglang": ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"),
-}
-# SGLang does not reject these without a draft path: the draft worker silently falls back to the
-# target checkpoint (configs/model_config.py `model_path or cfg.model_path`), which for
-# EAGLE/EAGLE3 fails late or drafts nonsense, and for STANDALONE drafts with the target itself.
-DRAFT_REQUIRED = frozenset({"EAGLE", "EAGLE3", "STANDALONE"})
-# SGLang's adaptive speculation: adaptive_unsupported_reason() accepts these algorithms only.
-ADAPTIVE_ALGORITHMS = ("EAGLE", "EAGLE3")
+DEFAULT_PROFILE = "default"
 
 # File-safe names (config ids, env profiles, sweep ids). \Z, not $: "$" also matches before a
 # trailing newline.
@@ -64,14 +44,21 @@ class Axis:
 
 
 AXES: tuple[Axis, ...] = (
-    Axis("steps", "s", int, ENGINES, (1,), "speculative step counts: 2, 1,2,4 or 1..10 (llama.cpp: n-max)"),
-    Axis("topk", "k", int, ("sglang",), (), "SGLang --speculative-eagle-topk values; empty = 1"),
-    Axis("draft_tokens", "d", int, ("sglang",), (), "SGLang --speculative-num-draft-tokens; empty = steps+1"),
+    Axis("steps", "s", int, NAMES, (1,), "speculative step counts: 2, 1,2,4 or 1..10 (llama.cpp: n-max)"),
+    Axis("topk", "k", int, with_axis("topk"), (), "SGLang --speculative-eagle-topk values; empty = 1"),
+    Axis(
+        "draft_tokens",
+        "d",
+        int,
+        with_axis("draft_tokens"),
+        (),
+        "SGLang --speculative-num-draft-tokens; empty = steps+1",
+    ),
     Axis(
         "overlap_schedule",
         "ov",
         bool,
-        ("sglang",),
+        with_axis("overlap_schedule"),
         (),
         "SGLang's overlap scheduler on/off; empty = its choice",
     ),
@@ -238,41 +225,17 @@ def shape_problems(steps: int, topk: int | None, draft_tokens: int | None) -> li
 
 
 def engine_problems(config: Config, engine: str) -> list[str]:
-    """Why an engine cannot run this config (its own algorithms and knobs)."""
+    """Why an engine cannot run this config: an axis it does not have, then its own rules."""
     if engine not in ENGINES:
-        return [f"specsweep_engine: {engine!r} is not one of: {', '.join(ENGINES)}"]
+        return [f"specsweep_engine: {engine!r} is not one of: {', '.join(NAMES)}"]
     if not config.speculative:
         return []
-    algorithm = config.algorithm
-    # An axis the engine does not have (llama.cpp's n-gram drafts have no tree, no overlap scheduler).
     problems = [
         f"{a.name}: applies to {', '.join(a.engines)} only, not to {engine}"
         for a in AXES
         if getattr(config, a.name) is not None and engine not in a.engines
     ]
-    if engine == "llama_cpp":
-        if algorithm not in (None, *ALGORITHMS["llama_cpp"]):
-            problems.append(f"algorithm: {algorithm!r} is not known to llama_cpp (one of: ngram-mod)")
-        return problems
-    if algorithm is None:
-        return []  # the host's sglang_server_speculative_algorithm, checked when rendered
-    # The exact spelling: SGLang would upper-case it, but facts and tables group configs by it
-    # ("eagle3" beside "EAGLE3"); the host's default is upper-cased when rendered.
-    name = algorithm
-    if name not in SGLANG_ALGORITHMS:
-        known = ", ".join(ALGORITHMS["sglang"])
-        return [f"algorithm: {algorithm!r} is not known to sglang (one of: {known})"]
-    if name not in ALGORITHMS["sglang"]:
-        return [
-            f"algorithm: {name} is not described by steps/topk/draft_tokens; "
-            f"specsweep sweeps {', '.join(ALGORITHMS['sglang'])}"
-        ]
-    if name == "NGRAM" and config.topk not in (None, 1):
-        # SGLang overwrites topk with --speculative-ngram-max-bfs-breadth (default 10).
-        return [
-            "topk: NGRAM ignores it (SGLang sets topk to --speculative-ngram-max-bfs-breadth); leave it unset"
-        ]
-    return []
+    return problems + ENGINES[engine].problems(config)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +253,7 @@ def grid(
     baseline: bool = True,
     algorithm: str | None = None,
     env_profiles: Sequence[str] = (),
-    engines: Sequence[str] = ("llama_cpp",),
+    engines: Sequence[str] = (DEFAULT,),
 ) -> tuple[list[Config], list[str]]:
     """The configs of a request, and a warning per grid cell left out (pointless or invalid).
 

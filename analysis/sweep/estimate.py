@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.engines import ENGINES
 from analysis.tquantiles import KNOTS
 
 # Where no earlier sweep says: per-launch suite overhead (s) and decode tok/s at concurrency 1 per
-# engine (SGLang: the seed case's 88.8 tok/s baseline; llama.cpp: a 270M model on 2 CPU cores),
-# scaled by c ** RATE_EXPONENT for a level of c, and the request-to-request tok/s spread.
+# engine (its `assumed_tps`), scaled by c ** RATE_EXPONENT for a level of c, and the
+# request-to-request tok/s spread.
 ASSUMED_OVERHEAD_S = 20.0
 ASSUMED_SETUP_S = 30.0  # the plan, preflight and install before the first launch
-ASSUMED_TPS = {"sglang": 90.0, "llama_cpp": 40.0}
+ASSUMED_TPS = {name: e.assumed_tps for name, e in ENGINES.items()}
 RATE_EXPONENT = 0.5
 ASSUMED_CV = 0.10
 SWEEPS_READ = 10  # earlier sweeps read for rates, newest first

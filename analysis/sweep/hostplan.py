@@ -16,12 +16,13 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from analysis.engines import NAMES
 from analysis.sweep.client import CLIENTS
-from analysis.sweep.config import ENGINES, Config
+from analysis.sweep.config import Config
 from analysis.sweep.order import CHECK, FINALIST, GRID
 from analysis.sweep.request import SETTINGS
 
-EngineName = Literal[ENGINES]
+EngineName = Literal[NAMES]
 Why = Literal[GRID, CHECK, FINALIST]
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ class _Part(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 
 
 class Server(_Part, kw_only=True):
-    """Where the launched server listens and how long it may take to answer (analysis.sweep.engines)."""
+    """Where the launched server listens and how long it may take to answer (analysis.engines)."""
 
     engine: EngineName
     version: str | None  # the role's pinned version; None: the host reports it in preflight

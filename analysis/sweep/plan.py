@@ -16,12 +16,12 @@ from typing import Any
 
 import msgspec
 
+from analysis.engines import ENGINES, ScheduleError, SettingError
+from analysis.engines.base import BUILTIN_SCHEDULE
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.sweep import adaptive, client, order, sglang_releases
+from analysis.sweep import client, order
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
-from analysis.sweep.adaptive import BUILTIN_SCHEDULE
-from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
@@ -89,7 +89,7 @@ def _host_plan(
     # The adaptive arm's schedule, copied to the host in preflight; its argv names that copy.
     schedule = request["adaptive_config"] if request["adaptive_config"] != BUILTIN_SCHEDULE else None
     copy = AdaptiveCopy(src=schedule, dest=f"{host.run_dir}/{sweep_id}.adaptive.json") if schedule else None
-    # The levels size SGLang's capacity, the same on every config (engines._sglang_capacity).
+    # The levels size a GPU engine's capacity, the same on every config (e.g. analysis.engines.sglang).
     levels = request["concurrency"]
     settings = {**host.settings, "adaptive_config_path": copy and copy.dest, "levels": levels}
     slots = max(levels)
@@ -110,6 +110,11 @@ def _host_plan(
     except (SettingError, ValueError) as exc:
         server = benchmark = None
         problems.append(f"{engine.role}_{exc}" if isinstance(exc, SettingError) else str(exc))
+    if host.client not in engine.clients:
+        problems.append(
+            f"benchmark_client: {host.client} does not drive {host.engine} "
+            f"(its clients: {', '.join(engine.clients)})"
+        )
     problems += _follow_problems(host, hosts, request)
     # A follower runs its leader's order: the same key seeds the same shuffle.
     grid = [(e.config.id, e.config.speculative) for e in entries if not e.searched]
@@ -139,7 +144,7 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     """Multi-node: a rank >= 1 runs its part of each of its leader's configs, in a plain sweep."""
     rank = host.settings.get("node_rank")
     if host.follows is None:
-        if host.engine == "sglang" and rank not in (None, "", 0, "0"):
+        if ENGINES[host.engine].multinode and rank not in (None, "", 0, "0"):
             need = "specsweep_follows: <the rank-0 host> (it serves no requests of its own)"
             return [f"node rank {rank} on {host.name} needs {need}"]
         return []
@@ -373,75 +378,43 @@ def _context_tokens(hosts: Mapping[str, HostInput]) -> int | None:
 def _adaptive_arm(
     request: Request, hosts: Mapping[str, HostInput]
 ) -> tuple[list[cfg.Config], list[str], list[str]]:
-    """The `adaptive` config of each env profile, or why SGLang would refuse it on these hosts, and
+    """The `adaptive` config of each env profile, or why an engine would refuse it on these hosts, and
     what the operator should know of its schedule (from which batch size it stops speculating)."""
     given = request["adaptive_config"]
     refusals, schedules = [], {}
+    able = [e.adaptive for e in ENGINES.values() if e.adaptive]
     for h in hosts.values():
+        arm = ENGINES[h.engine].adaptive
+        if arm is None:
+            flags, labels = (
+                " or ".join(dict.fromkeys(getattr(a, k) for a in able)) for k in ("flag", "label")
+            )
+            refusals.append(
+                f"adaptive_config: {h.engine} has no adaptive speculation ({flags}); "
+                f"sweep it on {labels} hosts"
+            )
+            continue
         algorithm = request["algorithm"] or str(h.settings.get("speculative_algorithm") or "").upper() or None
         extra = [str(a) for a in h.settings.get("extra_args") or []]
-        refusals += adaptive.problems(h.engine, algorithm, request["topk"], extra)
-        if h.engine == "sglang":
-            problem, schedules[h.name] = _host_schedule(h, given)
-            refusals += [problem] if problem else []
+        refusals += arm.problems(algorithm, request["topk"], extra)
+        problem, schedules[h.name] = arm.schedule(h.settings, given, h.name)
+        refusals += [problem] if problem else []
     if refusals:
         return [], list(dict.fromkeys(refusals)), []
     found = {json.dumps(s, sort_keys=True): s for s in schedules.values()}
     if len(found) > 1:
-        differ = f"adaptive_config: {given}: the hosts' SGLang releases differ in it; give a schedule file"
+        differ = f"adaptive_config: {given}: the hosts' engine releases differ in it; give a schedule file"
         return [], [differ], []
     (schedule,) = found.values() or [{}]
+    arm = next(ENGINES[h.engine].adaptive for h in hosts.values())
     try:
-        start = adaptive.start_steps(schedule)
-    except adaptive.ScheduleError as exc:
+        start = arm.start(schedule)
+    except ScheduleError as exc:
         return [], [f"adaptive_config: {exc}"], []
     profiles = request["env_profiles"] or [cfg.DEFAULT_PROFILE]
     algorithm = request["algorithm"] or None
     configs = [cfg.make(start, 1, start + 1, algorithm, p, adaptive=True) for p in profiles]
-    return configs, [], _schedule_notes(given, schedule, request["concurrency"])
-
-
-def _host_schedule(host: HostInput, given: str) -> tuple[str | None, dict[str, Any]]:
-    """The adaptive schedule this host's SGLang would follow (the file, or its release's built-in
-    one), and why it cannot: a release without a per-batch-size schedule, or keys it never reads."""
-    version = str(host.settings.get("version") or sglang_releases.LAST_RELEASE)
-    try:
-        row = sglang_releases.release(version)
-        schedule = (
-            {str(k): {"candidate_steps": list(v)} for k, v in row.builtin_schedule.items()}
-            if given == BUILTIN_SCHEDULE
-            else adaptive.load(given)
-        )
-    except (sglang_releases.ReleaseError, adaptive.ScheduleError) as exc:
-        return f"adaptive_config: {host.name}: {exc}", {}
-    if not row.adaptive_keys:
-        none = f"adaptive_config: SGLang {version} on {host.name} has no per-batch-size schedule"
-        return f"{none} ({row.source})", {}
-    ignored = sglang_releases.ignored_keys(version, schedule)
-    if ignored:
-        read = ", ".join(sorted(row.adaptive_keys | row.adaptive_top_keys))
-        return (
-            f"adaptive_config: SGLang {version} on {host.name} would ignore {', '.join(ignored)} of {given} "
-            f"(it reads batch-size keys with {read}: {row.source})"
-        ), {}
-    return None, schedule
-
-
-def _schedule_notes(given: str, schedule: dict[str, Any], levels: list[int]) -> list[str]:
-    """From which batch size the schedule only has 0 steps (no speculation), and the levels it hits."""
-    stops = sglang_releases.stops_speculating_at(
-        {int(k): tuple(e["candidate_steps"]) for k, e in schedule.items() if k.isdigit()}
-    )
-    if stops is None:
-        return []
-    whose = (
-        "SGLang's built-in adaptive schedule (speculative/adaptive_spec_params.py DEFAULT_ADAPTIVE_CONFIG)"
-        if given == BUILTIN_SCHEDULE
-        else f"the adaptive schedule {given}"
-    )
-    hit = [n for n in levels if n >= stops]
-    at = f": at concurrency {', '.join(map(str, hit))} the adaptive arm runs the baseline" if hit else ""
-    return [f"adaptive: {whose} stops speculating at batch >= {stops}{at}"]
+    return configs, [], arm.notes(given, schedule, request["concurrency"])
 
 
 def _search_problems(request: Request, configs: list[cfg.Config]) -> list[str]:

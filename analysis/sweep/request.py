@@ -17,8 +17,9 @@ from functools import partial
 from typing import Any
 
 from analysis import objectives
+from analysis.engines import NAMES
+from analysis.engines.base import BUILTIN_SCHEDULE
 from analysis.sweep import mix
-from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.config import AXES, NAME_RE, parse_id
 from analysis.workloads import traffic
 from analysis.workloads.shipped import SHIPPED
@@ -349,7 +350,7 @@ def ranking_options(settings: Mapping[str, Any]) -> list[str]:
 # Variables the suite reads besides its settings and its roles' own (role-prefixed) ones: from the
 # inventory, and from the nightly's and the release playbook's command lines.
 SUITE_VARIABLES = {
-    "specsweep_engine": "the engine a host runs: llama_cpp or sglang",
+    "specsweep_engine": f"the engine a host runs: {' or '.join(NAMES)}",
     "specsweep_env_profiles": "named environment profiles a sweep can compare",
     "specsweep_lock_path": "the host's sweep.lock (default: next to the server pidfiles)",
     "specsweep_follows": "multi-node: the rank-0 host this host runs its part beside",

@@ -18,7 +18,7 @@ from ansible.template import Templar, trust_as_template
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.deploy.choice import DeployError, HostInput, choose
-from analysis.sweep.engines import ENGINES
+from analysis.engines import DEFAULT, ENGINES
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 
@@ -84,7 +84,7 @@ class ActionModule(ActionBase):
     def _host(self, task_vars: dict[str, Any], host: str) -> HostInput:
         """A host's production port and api key, resolved over the deploy and engine roles' defaults."""
         raw = task_vars["hostvars"].raw_get(host)
-        engine = ENGINES.get(str(raw.get("specsweep_engine", "llama_cpp")))
+        engine = ENGINES.get(str(raw.get("specsweep_engine", DEFAULT)))
         defaults = self._defaults("deploy") | (self._defaults(engine.role) if engine else {})
         templar = Templar(loader=self._loader, variables={**defaults, **raw})
         key_name = f"{engine.role}_api_key" if engine else ""

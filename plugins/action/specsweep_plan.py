@@ -24,18 +24,19 @@ from ansible.template import Templar, trust_as_template
 from ansible.utils.vars import combine_vars, load_extra_vars
 from ansible.vars.plugins import get_vars_from_inventory_sources
 
+from analysis.engines import DEFAULT, ENGINES
+
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts.record import space_problem
 from analysis.files import write_json_atomic
 from analysis.sweep import client, hostplan, hostvars, identity, plan, request, sweeplock
-from analysis.sweep.engines import ENGINES
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES = REPO / "roles"
 PHASES = ("plan", "preflight", "sweep", "report")
 # Host-level variables the plan reads, with what an unset one means.
 HOST_DEFAULTS: dict[str, Any] = {
-    "specsweep_engine": "llama_cpp",
+    "specsweep_engine": DEFAULT,
     "specsweep_env_profiles": {},
     "specsweep_follows": None,
     "specsweep_lock_path": "",

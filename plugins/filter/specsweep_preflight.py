@@ -1,4 +1,5 @@
-"""An engine role's preflight and install as filters (analysis.sweep.preflight owns the rules):
+"""An engine role's preflight and install as filters (analysis.engines owns the rules: each engine's
+module its own, analysis.engines.preflight what they share):
 `{{ llama_server_command | specsweep_version_argv(llama_server_launcher) }}`."""
 
 from __future__ import annotations
@@ -6,16 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.sweep.preflight import (
-    llama_cpp_install_check,
-    llama_cpp_version,
-    local_checkpoints,
-    pip_install_argv,
-    sglang_check_input,
-    sglang_found,
-    target_identity,
-    version_argv,
-)
+from analysis.engines import ENGINES, llama_cpp, sglang
+from analysis.engines.preflight import local_checkpoints, pip_install_argv, target_identity
+
+
+def engine_clients(engine: str) -> list[str]:
+    """The benchmark clients that drive `engine` (none for an engine outside the list)."""
+    known = ENGINES.get(engine)
+    return list(known.clients) if known else []
 
 
 class FilterModule:
@@ -23,12 +22,13 @@ class FilterModule:
 
     def filters(self) -> dict[str, Any]:
         return {
-            "specsweep_llama_install_check": llama_cpp_install_check,
-            "specsweep_llama_version": llama_cpp_version,
-            "specsweep_version_argv": version_argv,
+            "specsweep_llama_install_check": llama_cpp.install_check,
+            "specsweep_llama_version": llama_cpp.found_version,
+            "specsweep_version_argv": llama_cpp.version_argv,
             "specsweep_pip_install_argv": pip_install_argv,
             "specsweep_local_checkpoints": local_checkpoints,
             "specsweep_target_identity": target_identity,
-            "specsweep_sglang_check_input": sglang_check_input,
-            "specsweep_sglang_found": sglang_found,
+            "specsweep_sglang_check_input": sglang.check_input,
+            "specsweep_sglang_found": sglang.found,
+            "specsweep_engine_clients": engine_clients,
         }

@@ -153,7 +153,7 @@ def write_sweep(root: Path, facts: list[Fact]) -> Path:
 
 
 def server(**changes: Any) -> Server:
-    """A llama.cpp server on localhost:8080, as analysis.sweep.engines renders it."""
+    """A llama.cpp server on localhost:8080, as analysis.engines.llama_cpp renders it."""
     base = Server(engine="llama_cpp", version="xllamacpp==2026.10.11549", model="/m.gguf",
                   host="127.0.0.1", port=8080, url="http://127.0.0.1:8080", health_timeout_s=120.0,
                   api_key="", python=None)  # fmt: skip

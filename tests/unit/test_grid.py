@@ -10,9 +10,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from analysis.engines.llama_cpp import argv as llama_cpp_argv
 from analysis.running import progress
 from analysis.sweep import config, plan, request
-from analysis.sweep.engines import llama_cpp_argv
 
 # A targeted host's engine role variables (short names, the roles' defaults resolved).
 SETTINGS: dict[str, dict[str, Any]] = {

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("report",),
     ("facts",),
     ("sweep",),
+    ("engines",),
     ("stats",),
     (
         "objectives",

@@ -1,4 +1,4 @@
-"""llama-server's launch argv (analysis.sweep.engines.llama_cpp_argv): exact lists, verbatim words."""
+"""llama-server's launch argv (analysis.engines.llama_cpp.argv): exact lists, verbatim words."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ from typing import Any
 
 import pytest
 
+from analysis.engines import ENGINES, SettingError
+from analysis.engines.llama_cpp import argv as llama_cpp_argv
+from analysis.engines.llama_cpp import env as llama_cpp_env
+from analysis.engines.llama_cpp import version as llama_cpp_version
 from analysis.sweep import config
 from analysis.sweep.config import make
-from analysis.sweep.engines import ENGINES, SettingError, llama_cpp_argv, llama_cpp_env, llama_cpp_version
 
 # What the plan hands the engine for a host (llama_server_* by short name), with the role's defaults.
 SERVER: dict[str, Any] = {

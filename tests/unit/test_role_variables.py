@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.sweep.engines import ENGINES
+from analysis.engines import ENGINES
 
 ROOT = Path(__file__).resolve().parents[2]
-PLAN_READ = "Read by the plan on the controller (analysis/sweep/engines.py), not by this role's tasks."
+PLAN_READ = "Read by the plan on the controller (analysis/engines/), not by this role's tasks."
 
 
 def _role_text(role: str) -> str:

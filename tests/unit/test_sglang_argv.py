@@ -1,5 +1,6 @@
-"""SGLang's launch argv (analysis.sweep.engines.sglang_argv), checked against SGLang 0.5.23's flags,
-and where the rules that used to live in the argv filter are enforced now (analysis.sweep.config).
+"""SGLang's launch argv (analysis.engines.sglang.argv), checked against SGLang 0.5.23's flags,
+and where the rules that used to live in the argv filter are enforced now (analysis.engines.sglang,
+through analysis.sweep.config).
 
 fixtures/sglang_0.5.23_flags.txt lists every `--flag` that `python -m sglang.launch_server`
 accepts, with its kind (switch/int/float/str/list/other). It is generated from the sglang
@@ -25,9 +26,10 @@ import msgspec
 import pytest
 from sglang_wheel import sglang_source
 
+from analysis.engines import ENGINES, SettingError, base, sglang, sglang_adaptive
+from analysis.engines.sglang import argv as sglang_argv
 from analysis.sweep import config, request
 from analysis.sweep.config import Config, make
-from analysis.sweep.engines import ENGINES, SettingError, sglang_argv, sglang_env
 
 FLAGS_FIXTURE = Path(__file__).parent / "fixtures" / "sglang_0.5.23_flags.txt"
 PY = "/opt/sglang/bin/python"
@@ -582,9 +584,9 @@ def test_every_problem_of_a_request_is_listed() -> None:
 
 
 def test_sweepable_algorithms_are_sglang_algorithms() -> None:
-    assert set(config.ALGORITHMS["sglang"]) <= config.SGLANG_ALGORITHMS
-    assert "NONE" not in config.SGLANG_ALGORITHMS  # an enum member, but it means "off"
-    assert config.DRAFT_REQUIRED | set(config.ADAPTIVE_ALGORITHMS) <= set(config.ALGORITHMS["sglang"])
+    assert set(sglang.ALGORITHMS) <= sglang.KNOWN_ALGORITHMS
+    assert "NONE" not in sglang.KNOWN_ALGORITHMS  # an enum member, but it means "off"
+    assert sglang.DRAFT_REQUIRED | set(sglang_adaptive.ALGORITHMS) <= set(sglang.ALGORITHMS)
 
 
 def test_abbreviations_are_not_flags() -> None:
@@ -597,7 +599,7 @@ def test_abbreviations_are_not_flags() -> None:
 
 
 def test_algorithm_names_match_sglang_source(sglang_src: Path) -> None:
-    """SGLANG_ALGORITHMS is what SpeculativeAlgorithm.from_string accepts: the enum
+    """sglang.KNOWN_ALGORITHMS is what SpeculativeAlgorithm.from_string accepts: the enum
     members but NONE, plus the reserved aliases (NEXTN)."""
     speculative = sglang_src / "srt" / "speculative"
     names: set[str] = set()
@@ -614,7 +616,7 @@ def test_algorithm_names_match_sglang_source(sglang_src: Path) -> None:
         if isinstance(node, ast.Assign) and _name(node.targets[0]) == "_RESERVED_ALIASES":
             assert isinstance(node.value, ast.Call)
             names |= ast.literal_eval(node.value.args[0])
-    assert names - {"NONE"} == config.SGLANG_ALGORITHMS
+    assert names - {"NONE"} == sglang.KNOWN_ALGORITHMS
 
 
 # --------------------------------------------------------------------------------------
@@ -663,7 +665,7 @@ def test_env_rejects_bad_keys_and_values(base: Any, profile: Any, key: str) -> N
 def test_the_engine_table_renders_sglang_with_these_functions() -> None:
     engine = ENGINES["sglang"]
     assert (engine.name, engine.role, engine.argv, engine.base_env) == (
-        "sglang", "sglang_server", sglang_argv, sglang_env,
+        "sglang", "sglang_server", sglang_argv, base.user_env,
     )  # fmt: skip
     assert engine.base_env({"env": {"NCCL_ALGO": "Ring"}}) == {"NCCL_ALGO": "Ring"}
     assert engine.base_env({}) == {}

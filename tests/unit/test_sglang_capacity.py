@@ -13,9 +13,10 @@ from sglang_wheel import sglang_resolved
 from test_sglang_argv import assert_sglang_accepts, load_flags
 from test_sweep_plan import IDENTITY, ONE_LAUNCH_EACH
 
+from analysis.engines import SettingError
+from analysis.engines.sglang import argv as sglang_argv
 from analysis.sweep import plan, request
 from analysis.sweep.config import make
-from analysis.sweep.engines import SettingError, sglang_argv
 
 REPO = Path(__file__).resolve().parents[2]
 

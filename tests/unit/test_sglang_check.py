@@ -1,7 +1,7 @@
 """Preflight's check of every planned argv by the host's own SGLang: the launcher the role runs there
 (roles/sglang_server/files/specsweep_sglang_check.py), run here against a stand-in `sglang` package
 with the same entry points (the real one needs torch and a GPU), and the filters that turn its
-answer into the host's problems (analysis.sweep.preflight)."""
+answer into the host's problems (analysis.engines.sglang)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import pytest
 from local_play import run_local_play
 from test_sglang_capacity import gpu_plan
 
+from analysis.engines.sglang import check_input as sglang_check_input
+from analysis.engines.sglang import found as sglang_found
 from analysis.redact import REDACTED
-from analysis.sweep.preflight import sglang_check_input, sglang_found
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "roles" / "sglang_server" / "files" / "specsweep_sglang_check.py"

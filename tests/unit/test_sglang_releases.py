@@ -1,4 +1,4 @@
-"""The SGLang release table (analysis.sweep.sglang_releases), checked against each release's wheel:
+"""The SGLang release table (analysis.engines.sglang_releases), checked against each release's wheel:
 the argv rendered for a release uses only flags that release's parser has, its adaptive keys and
 built-in schedule are the ones its adaptive_spec_params.py reads; the plan refuses a schedule key
 the host's release would ignore and says where the adaptive schedule stops speculating."""
@@ -16,9 +16,10 @@ from test_sglang_argv import _field_options, _manual_options, sglang_flags_from_
 from test_sglang_capacity import gpu_settings
 from test_sweep_plan import IDENTITY, ONE_LAUNCH_EACH
 
-from analysis.sweep import plan, request, sglang_releases
+from analysis.engines import SettingError, sglang_releases
+from analysis.engines.sglang import argv as sglang_argv
+from analysis.sweep import plan, request
 from analysis.sweep.config import make
-from analysis.sweep.engines import SettingError, sglang_argv
 
 # The first release of each row whose wheel is small enough to fetch in CI, and 0.5.23.
 CHECKED = ("0.5.10", "0.5.11", "0.5.13", "0.5.14", "0.5.23")

@@ -1,4 +1,4 @@
-"""The adaptive arm (analysis.sweep.adaptive): SGLang's schedule file read by SGLang's own rules,
+"""The adaptive arm (analysis.engines.sglang_adaptive): SGLang's schedule file read by SGLang's own rules,
 the config `adaptive` beside the static ones, its argv, and what SGLang would refuse."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from sglang_wheel import sglang_adaptive
 from test_sglang_argv import assert_sglang_accepts
 from test_sweep_plan import IDENTITY, SGLANG, llama
 
-from analysis.sweep import adaptive, plan, request
+from analysis.engines import sglang_adaptive as adaptive
+from analysis.sweep import plan, request
 
 SCHEDULE = {"1": {"candidate_steps": [1, 3, 5]}, "8": {"candidate_steps": [0, 1]}}
 

@@ -1,9 +1,10 @@
-"""The adaptive arm: SGLang's `--speculative-adaptive` with a schedule file, as one more config.
+"""SGLang's adaptive speculation (`--speculative-adaptive` with a schedule file) as one more config.
 
 SGLang 0.5.23 (sglang/srt/speculative/adaptive_spec_params.py) reads the schedule with
 `_load_adaptive_config` and refuses adaptive speculation for what `adaptive_unsupported_reason`
 names; it then silently falls back to static speculation, so a sweep refuses those cases itself,
-before any host is touched, with SGLang's own reason.
+before any host is touched, with SGLang's own reason. What each release reads of the file is in
+analysis.engines.sglang_releases.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from analysis.sweep.config import ADAPTIVE_ALGORITHMS, SGLANG_VERSION_CHECKED
+from analysis.engines import sglang_releases
+from analysis.engines.base import BUILTIN_SCHEDULE, ScheduleError, Settings
+
+VERSION_CHECKED = "0.5.23"
+# adaptive_unsupported_reason() accepts these algorithms only.
+ALGORITHMS = ("EAGLE", "EAGLE3")
 
 # Server flags adaptive_unsupported_reason() refuses, with its words.
 UNSUPPORTED_FLAGS = {
@@ -26,14 +32,6 @@ UNSUPPORTED_FLAGS = {
     "--enable-pdmux": "enable_pdmux=True is not supported (adaptive state swap does not update "
     "decode_attn_backend_group)",
 }
-
-
-# `-e adaptive_config=builtin`: SGLang's own schedule (DEFAULT_ADAPTIVE_CONFIG), no file.
-BUILTIN_SCHEDULE = "builtin"
-
-
-class ScheduleError(ValueError):
-    """A schedule file SGLang would refuse; the message says why, as SGLang's loader does."""
 
 
 def load(path: str | Path) -> dict[str, Any]:
@@ -70,20 +68,56 @@ def start_steps(schedule: dict[str, Any]) -> int:
     return speculating[0]
 
 
-def problems(
-    engine: str, algorithm: str | None, topks: Sequence[int], extra_args: Sequence[str]
-) -> list[str]:
+def problems(algorithm: str | None, topks: Sequence[int], extra_args: Sequence[str]) -> list[str]:
     """Why a host cannot run the adaptive arm, in SGLang's words where SGLang refuses it."""
-    if engine != "sglang":
-        return [
-            f"adaptive_config: {engine} has no adaptive speculation (SGLang's --speculative-adaptive); "
-            "sweep it on SGLang hosts"
-        ]
     refusals = []
-    if algorithm not in ADAPTIVE_ALGORITHMS:
-        only = "/".join(ADAPTIVE_ALGORITHMS)
+    if algorithm not in ALGORITHMS:
+        only = "/".join(ALGORITHMS)
         refusals.append(f"speculative_algorithm={algorithm} (only {only} are supported)")
     refusals += [f"speculative_eagle_topk={k} (only topk=1 is supported)" for k in topks if k != 1][:1]
     refusals += [why for flag, why in UNSUPPORTED_FLAGS.items() if flag in extra_args]
-    sglang = f"SGLang {SGLANG_VERSION_CHECKED}"
+    sglang = f"SGLang {VERSION_CHECKED}"
     return [f"adaptive_config: {sglang} refuses adaptive speculation: {r}" for r in refusals]
+
+
+def host_schedule(s: Settings, given: str, host: str) -> tuple[str | None, dict[str, Any]]:
+    """The adaptive schedule this host's SGLang would follow (the file, or its release's built-in
+    one), and why it cannot: a release without a per-batch-size schedule, or keys it never reads."""
+    version = str(s.get("version") or sglang_releases.LAST_RELEASE)
+    try:
+        row = sglang_releases.release(version)
+        schedule = (
+            {str(k): {"candidate_steps": list(v)} for k, v in row.builtin_schedule.items()}
+            if given == BUILTIN_SCHEDULE
+            else load(given)
+        )
+    except (sglang_releases.ReleaseError, ScheduleError) as exc:
+        return f"adaptive_config: {host}: {exc}", {}
+    if not row.adaptive_keys:
+        none = f"adaptive_config: SGLang {version} on {host} has no per-batch-size schedule"
+        return f"{none} ({row.source})", {}
+    ignored = sglang_releases.ignored_keys(version, schedule)
+    if ignored:
+        read = ", ".join(sorted(row.adaptive_keys | row.adaptive_top_keys))
+        return (
+            f"adaptive_config: SGLang {version} on {host} would ignore {', '.join(ignored)} of {given} "
+            f"(it reads batch-size keys with {read}: {row.source})"
+        ), {}
+    return None, schedule
+
+
+def notes(given: str, schedule: dict[str, Any], levels: Sequence[int]) -> list[str]:
+    """From which batch size the schedule only has 0 steps (no speculation), and the levels it hits."""
+    stops = sglang_releases.stops_speculating_at(
+        {int(k): tuple(e["candidate_steps"]) for k, e in schedule.items() if k.isdigit()}
+    )
+    if stops is None:
+        return []
+    whose = (
+        "SGLang's built-in adaptive schedule (speculative/adaptive_spec_params.py DEFAULT_ADAPTIVE_CONFIG)"
+        if given == BUILTIN_SCHEDULE
+        else f"the adaptive schedule {given}"
+    )
+    hit = [n for n in levels if n >= stops]
+    at = f": at concurrency {', '.join(map(str, hit))} the adaptive arm runs the baseline" if hit else ""
+    return [f"adaptive: {whose} stops speculating at batch >= {stops}{at}"]
