@@ -10,10 +10,10 @@ docs/extending.md walks adding one.
 
 from __future__ import annotations
 
-from analysis.engines import llama_cpp, sglang
+from analysis.engines import llama_cpp, sglang, vllm
 from analysis.engines.base import Adaptive, Engine, Point, ScheduleError, SettingError, Settings
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (llama_cpp.ENGINE, sglang.ENGINE)}
+ENGINES: dict[str, Engine] = {e.name: e for e in (llama_cpp.ENGINE, sglang.ENGINE, vllm.ENGINE)}
 NAMES: tuple[str, ...] = tuple(ENGINES)
 # The engine of a host that names none (specsweep_engine): the embedded CPU demo.
 DEFAULT = llama_cpp.NAME

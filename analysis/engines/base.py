@@ -79,8 +79,12 @@ class Engine:
     version: Callable[[Settings], str | None]  # the version the argv is spelt for; None: preflight says
     problems: Callable[[Point], list[str]]  # why it cannot run a config ("<variable>: <sentence>")
     algorithms: tuple[str, ...]  # the algorithms a grid point describes with its axes
+    # Why the engine's own rules refuse a config with this host's settings: the plan refuses the sweep.
+    refusals: Callable[[Point, Settings], list[str]] = lambda config, s: []
     axes: frozenset[str] = frozenset()  # the sweep axes it has besides steps (analysis.sweep.config.AXES)
     clients: tuple[str, ...] = ("specsweep",)  # benchmark clients that drive it (analysis.sweep.client)
+    # What its preflight role found on the host -> {version, problems} (filter specsweep_engine_found).
+    found: Callable[[Any, Mapping[str, Any]], dict[str, Any]] | None = None
     adaptive: Adaptive | None = None  # None: no per-batch-size schedule arm
     multinode: bool = False  # one server over several hosts (node ranks >= 1 follow rank 0)
     assumed_tps: float = 40.0  # a baseline's rate for the first estimate, before any sweep of it

@@ -278,6 +278,7 @@ def build(
     errors += _race_problems(request)
     own, refusals = _host_configs(request, configs, hosts)
     errors += refusals
+    errors += _engine_refusals(configs, own, hosts)
     missing = sorted(
         {c.env_profile for c in configs} - {cfg.DEFAULT_PROFILE}
         - set.intersection(*(set(h.env_profiles) for h in hosts.values()))
@@ -352,6 +353,20 @@ def _host_configs(
                 + ([f"env profile {c.env_profile} not in its specsweep_env_profiles"] if missing else [])
             ]
     return own, problems
+
+
+def _engine_refusals(
+    configs: list[cfg.Config], own: Mapping[str, list[cfg.Config]], hosts: Mapping[str, HostInput]
+) -> list[str]:
+    """What each host's engine would refuse of its configs with that host's settings, in the engine's
+    own words (vLLM's SpeculativeConfig rules, naming where vLLM has each)."""
+    refused = [
+        f"{ENGINES[h.engine].role}: {name}: {c.id}: {why}"
+        for name, h in hosts.items()
+        for c in [*configs, *own.get(name, [])]
+        for why in ENGINES[h.engine].refusals(c, h.settings)
+    ]
+    return list(dict.fromkeys(refused))
 
 
 def _client_problems(traffic: dict[str, Any] | None, hosts: Mapping[str, HostInput]) -> list[str]:

@@ -17,6 +17,11 @@ def engine_clients(engine: str) -> list[str]:
     return list(known.clients) if known else []
 
 
+def engine_found(result: Any, engine: str, on: dict[str, Any]) -> dict[str, Any]:
+    """What an engine's preflight role found on the host, read by that engine's module."""
+    return ENGINES[engine].found(result, on)
+
+
 class FilterModule:
     """Ansible entry point."""
 
@@ -31,4 +36,5 @@ class FilterModule:
             "specsweep_sglang_check_input": sglang.check_input,
             "specsweep_sglang_found": sglang.found,
             "specsweep_engine_clients": engine_clients,
+            "specsweep_engine_found": engine_found,
         }

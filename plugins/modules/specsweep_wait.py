@@ -23,7 +23,7 @@ description:
     call again (use C(until)); fails once the server is older than O(timeout_s).
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server).
 options:
-  engine: {type: str, choices: [llama_cpp, sglang], required: true, description: Engine API dialect.}
+  engine: {type: str, choices: [llama_cpp, sglang, vllm], required: true, description: Engine API dialect.}
   url: {type: str, required: true, description: Base URL of the server.}
   pidfile: {type: path, description: Pid record written by specsweep_server (nohup launcher).}
   unit: {type: str, description: systemd unit name (systemd launcher).}
@@ -81,6 +81,8 @@ PROBE = {
         "/generate",
         {"text": "Hello", "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
     ),
+    # vLLM's OpenAI server (vllm/entrypoints/openai/completion/protocol.py: model is optional).
+    "vllm": ("/v1/completions", {"prompt": "Hello", "max_tokens": 1, "temperature": 0}),
 }
 # What usually puts a process in a stopped state.
 STOPPED_HINT = {"T": "e.g. SIGSTOP", "t": "traced by a debugger"}

@@ -106,6 +106,7 @@ def test_the_filters_hand_the_roles_these_functions() -> None:
         "specsweep_sglang_check_input": sglang.check_input,
         "specsweep_sglang_found": sglang.found,
         "specsweep_engine_clients": specsweep_engine_clients,
+        "specsweep_engine_found": filters["specsweep_engine_found"],
     }
     assert specsweep_engine_clients("sglang") == ["specsweep", "sglang"]
     assert specsweep_engine_clients("llama_cpp") == ["specsweep"]

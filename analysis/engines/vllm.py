@@ -1,0 +1,174 @@
+"""vLLM (`vllm serve MODEL --speculative-config JSON`), GPU; never installed by specsweep.
+
+The steps axis is `num_speculative_tokens`; the method is the config's algorithm (or the host's
+vllm_server_speculative_method), its knobs the host's settings (n-gram prompt lookup, the draft
+model and its tensor parallel size). The JSON object and vLLM's rules for it are
+analysis.engines.vllm_spec's (read from vLLM 0.33.0's own source); every flag below is one of
+`vllm serve`'s in 0.33.0 (vllm/engine/arg_utils.py EngineArgs.add_cli_args: --tensor-parallel-size,
+--speculative-config, --gpu-memory-utilization, --max-num-seqs; vllm/entrypoints/common/cli_args.py
+FrontendArgs: --host, --port, --api-key; the model is `vllm serve`'s positional model_tag).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from analysis.engines import vllm_spec
+from analysis.engines.base import (
+    COMMON_SETTINGS,
+    Engine,
+    Point,
+    SettingError,
+    Settings,
+    number,
+    port_of,
+    text,
+    user_env,
+    words,
+)
+
+NAME = "vllm"
+# The methods a grid point describes with num_speculative_tokens alone (vllm_spec.METHODS has the
+# rest: dflash, dspark, custom classes and the deprecated *_mtp spellings of mtp).
+ALGORITHMS = ("eagle3", "eagle", "ngram", "draft_model", "mtp", "suffix")
+# Methods that draft with a model of their own: vllm_server_draft_model_path (mtp uses the target's heads).
+_DRAFTED = ("eagle3", "eagle", "draft_model")
+
+
+def problems(config: Point) -> list[str]:
+    """Why vLLM cannot run a config whatever the host: a method outside those swept."""
+    if config.speculative and config.algorithm not in (None, *ALGORITHMS):
+        known = ", ".join(ALGORITHMS)
+        where = "vllm/config/speculative.py:SpeculativeConfig.method"
+        return [f"algorithm: {config.algorithm!r} is not swept on vllm (one of: {known}; {where})"]
+    return []
+
+
+def _method(config: Point, s: Settings) -> str:
+    """The config's method, else the host's."""
+    method = config.algorithm or text(s, "speculative_method")
+    if not method:
+        raise SettingError("speculative_method: required when a config names no algorithm.")
+    if method not in ALGORITHMS:
+        raise SettingError(f"speculative_method: {method!r} is not one of: {', '.join(ALGORITHMS)}.")
+    return method
+
+
+def spec_config(config: Point, s: Settings) -> dict[str, Any]:
+    """The --speculative-config object of a speculative config on this host (unset knobs: vLLM's
+    defaults), unchecked."""
+    method = _method(config, s)
+    ngram = method == "ngram"
+    drafted = method in _DRAFTED
+
+    def knob(key: str) -> int | None:
+        return number(s, key, int, lambda n: n >= 1, "an integer >= 1")
+
+    spec = {
+        "method": method,
+        "num_speculative_tokens": config.steps,
+        "model": text(s, "draft_model_path") if drafted else None,
+        "prompt_lookup_min": knob("prompt_lookup_min") if ngram else None,
+        "prompt_lookup_max": knob("prompt_lookup_max") if ngram else None,
+        "draft_tensor_parallel_size": knob("draft_tensor_parallel_size") if drafted else None,
+    }
+    return {k: v for k, v in spec.items() if v is not None}
+
+
+def refusals(config: Point, s: Settings) -> list[str]:
+    """vLLM's own rules that refuse this config on this host, each naming where vLLM has it; a
+    setting that cannot be read is left to the argv, which names it."""
+    if not config.speculative:
+        return []
+    try:
+        spec = spec_config(config, s)
+    except SettingError:
+        return []
+    return vllm_spec.problems(spec, text(s, "version"))
+
+
+def argv(config: Point, s: Settings, slots: int) -> list[str]:
+    """`vllm serve` for one config, from the environment of vllm_server_python (its `vllm` script)."""
+    python = text(s, "python", required=True)
+    out = [str(PurePosixPath(python).parent / "vllm"), "serve", text(s, "model_path", required=True)]
+    tp_size = number(s, "tp_size", int, lambda n: n >= 1, "an integer >= 1", required=True)
+    out += ["--tensor-parallel-size", str(tp_size)]
+    out += ["--host", text(s, "host", required=True), "--port", str(port_of(s))]
+    if config.speculative:
+        spec = spec_config(config, s)
+        refused = vllm_spec.problems(spec, text(s, "version"))
+        if refused:
+            raise SettingError(f"speculative_method: vLLM refuses {json.dumps(spec)}: {'; '.join(refused)}.")
+        # One argv word: the JSON object (vLLM parses the flag's value with json.loads).
+        out += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    fraction = number(s, "gpu_memory_utilization", float, lambda x: 0 < x <= 1, "a number in (0, 1]")
+    if fraction is not None:
+        out += ["--gpu-memory-utilization", repr(fraction)]
+    # Every level of the sweep runs at once: vLLM's batch must hold the highest (an operator's own
+    # value below it is refused: the client would count queued requests as running).
+    levels = sorted(set(s.get("levels") or ())) or [slots]
+    seqs = number(s, "max_num_seqs", int, lambda n: n >= 1, "an integer >= 1")
+    if seqs is not None and seqs < levels[-1]:
+        raise SettingError(
+            f"max_num_seqs: {seqs} is below the sweep's concurrency level {levels[-1]}: vLLM would queue "
+            f"what the client counts as running; raise it to {levels[-1]} or drop the level."
+        )
+    out += ["--max-num-seqs", str(seqs)] if seqs is not None else []
+    api_key = text(s, "api_key")
+    if api_key is not None:
+        out += ["--api-key", api_key]
+    # Last, so an extra flag overrides one rendered above (argparse keeps the last value).
+    return out + words(s, "extra_args")
+
+
+# ---------------------------------------------------------------------------------------------
+# Preflight (roles/vllm_server): the version the host's vllm imports as, against the planned one
+# ---------------------------------------------------------------------------------------------
+
+
+def found(imported: str | None, on: Mapping[str, Any]) -> dict[str, Any]:
+    """The vLLM version the host imported (None: it did not import, which host facts report) and why
+    it stops the host: another release than the plan checked its configs for (`on`: host, version)."""
+    if not imported:
+        return {"version": None, "problems": []}
+    planned = str(on.get("version") or vllm_spec.VERSION_CHECKED)
+    if imported.split("+")[0] == planned:
+        return {"version": imported, "problems": []}
+    # Only the release rule can refuse this object (an n-gram config every release takes).
+    older = vllm_spec.problems({"method": "ngram", "num_speculative_tokens": 1}, imported)
+    why = [f"vllm_server_version: {on['host']}: {p}" for p in older] or [
+        f"vllm_server_version: {on['host']} runs vLLM {imported}, not the {planned} the plan checked its "
+        f"--speculative-config for; set vllm_server_version: {imported} for this host"
+    ]
+    return {"version": imported, "problems": why}
+
+
+ENGINE = Engine(
+    name=NAME,
+    role="vllm_server",
+    settings=(
+        *COMMON_SETTINGS,
+        "python",
+        "version",
+        "draft_model_path",
+        "speculative_method",
+        "tp_size",
+        "prompt_lookup_min",
+        "prompt_lookup_max",
+        "draft_tensor_parallel_size",
+        "gpu_memory_utilization",
+        "max_num_seqs",
+        "api_key",
+    ),
+    argv=argv,
+    base_env=user_env,  # NCCL_*, VLLM_* ...
+    version=lambda s: None,  # the host reports it: `import vllm` under vllm_server_python, in preflight
+    problems=problems,
+    refusals=refusals,
+    found=found,
+    algorithms=ALGORITHMS,
+    assumed_tps=90.0,
+)

@@ -1,0 +1,178 @@
+"""vLLM's launch argv (analysis.engines.vllm.argv): exact lists, the --speculative-config JSON as one
+word that vLLM's rules accept, every flag one of vLLM 0.33.0's, and a combination vLLM would refuse
+refused by the plan, naming vLLM's rule.
+
+fixtures/vllm_0.33.0_serve_flags.txt is generated from the wheel's source text (no vllm import):
+
+    pip download --no-deps -d /tmp/w vllm==0.33.0 && cd /tmp/w && python -m zipfile -e vllm-0.33.0-*.whl .
+    python tests/unit/test_vllm_argv.py /tmp/w/vllm > tests/unit/fixtures/vllm_0.33.0_serve_flags.txt
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from analysis.engines import ENGINES, SettingError, vllm_spec
+from analysis.engines.vllm import argv, found
+from analysis.sweep import plan, request
+from analysis.sweep.config import make
+
+REPO = Path(__file__).resolve().parents[2]
+FLAGS = REPO / "tests" / "unit" / "fixtures" / "vllm_0.33.0_serve_flags.txt"
+IDENTITY = plan.Identity(
+    sweep_id="sw", sweep_dir="/results/sw", run_id="r1", git_rev="abc123", repo="/repo", started_at=5.0
+)
+ONE_LAUNCH_EACH = {"order": "grid", "baseline_every": 0, "finalists": False}
+HEAD = [
+    "/opt/vllm/.venv/bin/vllm", "serve", "/data/models/Llama-3.1-8B-Instruct", "--tensor-parallel-size", "1",
+    "--host", "127.0.0.1", "--port", "8000",
+]  # fmt: skip
+
+
+def settings(**kw: Any) -> dict[str, Any]:
+    """group_vars/vllm.yml's vllm_server_* settings by short name, over the role's defaults."""
+    given = yaml.safe_load((REPO / "group_vars" / "vllm.yml").read_text())
+    defaults = yaml.safe_load((REPO / "roles" / "vllm_server" / "defaults" / "main.yml").read_text())
+    prefix = "vllm_server_"
+    return {k[len(prefix) :]: v for k, v in {**defaults, **given}.items() if k.startswith(prefix)} | kw
+
+
+def spec_of(words: list[str]) -> dict[str, Any]:
+    """The --speculative-config object of an argv (one word after the flag)."""
+    return json.loads(words[words.index("--speculative-config") + 1])
+
+
+def load_flags() -> set[str]:
+    return {line for line in FLAGS.read_text().splitlines() if line.startswith("--")}
+
+
+def test_the_baseline_is_vllm_serve_of_the_model_without_speculation() -> None:
+    assert argv(make(), settings(), 1) == [*HEAD, "--gpu-memory-utilization", "0.9"]
+
+
+def test_steps_are_num_speculative_tokens_in_one_json_word_with_the_draft_model() -> None:
+    words = argv(make(3), settings(), 1)
+    assert words[: len(HEAD)] == HEAD
+    assert spec_of(words) == {
+        "method": "eagle3",
+        "num_speculative_tokens": 3,
+        "model": "/data/models/EAGLE3-LLaMA3.1-Instruct-8B",
+    }
+    assert vllm_spec.problems(spec_of(words), "0.33.0") == []
+
+
+@pytest.mark.parametrize(
+    ("method", "extra", "spec"),
+    [
+        ("ngram", {}, {"prompt_lookup_min": 2, "prompt_lookup_max": 5}),
+        ("mtp", {}, {}),
+        ("suffix", {}, {}),
+        ("draft_model", {"draft_tensor_parallel_size": 1}, {"model": "/d", "draft_tensor_parallel_size": 1}),
+    ],
+)
+def test_each_method_carries_its_own_knobs_only(
+    method: str, extra: dict[str, Any], spec: dict[str, Any]
+) -> None:
+    words = argv(make(2, algorithm=method), settings(draft_model_path="/d", **extra), 1)
+    assert spec_of(words) == {"method": method, "num_speculative_tokens": 2, **spec}
+    assert vllm_spec.problems(spec_of(words), "0.33.0") == []
+
+
+def test_every_rendered_flag_is_one_of_vllm_0_33_0s() -> None:
+    full = settings(max_num_seqs=64, api_key="k", levels=[1, 64])
+    for config in (make(), make(2), make(4, algorithm="ngram")):
+        flags = {w for w in argv(config, full, 1) if w.startswith("--")}
+        assert flags <= load_flags(), flags - load_flags()
+
+
+def test_a_batch_below_the_highest_level_and_a_bad_setting_name_their_variable() -> None:
+    with pytest.raises(SettingError, match=r"^max_num_seqs: 8 is below the sweep's concurrency level 16"):
+        argv(make(2), settings(max_num_seqs=8, levels=[1, 16]), 1)
+    with pytest.raises(SettingError, match=r"^prompt_lookup_min: "):
+        argv(make(2, algorithm="ngram"), settings(prompt_lookup_min="two"), 1)
+    with pytest.raises(SettingError, match=r"^speculative_method: 'medusa' is not one of"):
+        argv(make(2), settings(speculative_method="medusa"), 1)
+
+
+def vllm_plan(**given: Any) -> dict[str, Any]:
+    hosts = {"v0": plan.HostInput("v0", "vllm", settings())}
+    return plan.build(request.read({**ONE_LAUNCH_EACH, **given}), hosts, IDENTITY, REPO / "results")
+
+
+def test_the_plan_renders_every_step_count_and_vllms_rules_accept_each() -> None:
+    built = vllm_plan(steps="1,2,3")
+    assert built["errors"] == []
+    entries = built["hosts"]["v0"]["entries"]
+    assert [e["config"]["id"] for e in entries] == ["baseline", "s1", "s2", "s3"]
+    steps = [spec_of(e["argv"])["num_speculative_tokens"] for e in entries[1:]]
+    assert steps == [1, 2, 3]
+
+
+def test_a_combination_vllm_refuses_is_refused_at_plan_time_naming_vllms_rule() -> None:
+    hosts = {"v0": plan.HostInput("v0", "vllm", settings(prompt_lookup_min=6, prompt_lookup_max=3))}
+    given = {**ONE_LAUNCH_EACH, "steps": "2", "algorithm": "ngram"}
+    built = plan.build(request.read(given), hosts, IDENTITY, REPO / "results")
+    assert built["errors"] == [
+        "vllm_server: v0: s2: prompt_lookup_min=6 must be <= prompt_lookup_max=3 "
+        "(vllm/config/speculative.py:SpeculativeConfig.__post_init__)"
+    ]
+    no_head = plan.HostInput("v0", "vllm", settings(draft_model_path=""))
+    built = plan.build(request.read({**ONE_LAUNCH_EACH, "steps": "2"}), {"v0": no_head}, IDENTITY, REPO)
+    assert len(built["errors"]) == 1 and "SpeculativeConfig.__post_init__" in built["errors"][0]
+
+
+def test_a_method_vllm_has_not_is_refused_naming_vllms_field() -> None:
+    built = vllm_plan(steps="2", algorithm="medusa")
+    assert built["errors"] == [
+        "algorithm: 'medusa' is not swept on vllm (one of: eagle3, eagle, ngram, draft_model, mtp, suffix; "
+        "vllm/config/speculative.py:SpeculativeConfig.method)"
+    ]
+
+
+def test_sglangs_knobs_are_refused_on_vllm() -> None:
+    built = vllm_plan(steps="2", topk="1")
+    assert built["errors"] == ["topk: applies to sglang only, not to vllm"]
+
+
+def test_preflight_stops_a_host_whose_vllm_is_another_release() -> None:
+    on = {"host": "v0", "version": "0.33.0"}
+    assert found("0.33.0", on) == {"version": "0.33.0", "problems": []}
+    assert found(None, on) == {"version": None, "problems": []}  # host facts say it did not import
+    newer = found("0.34.1", on)["problems"]
+    assert newer == [
+        "vllm_server_version: v0 runs vLLM 0.34.1, not the 0.33.0 the plan checked its --speculative-config "
+        "for; set vllm_server_version: 0.34.1 for this host"
+    ]
+    assert "older than 0.33.0" in found("0.32.0", on)["problems"][0]
+    assert ENGINES["vllm"].found is found
+
+
+def flags_from_source(root: Path) -> list[str]:
+    """`vllm serve`'s flags: EngineArgs' add_argument("--...") calls and the frontend's dataclass fields."""
+    flags: set[str] = set()
+    for node in ast.walk(ast.parse((root / "engine" / "arg_utils.py").read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            flags |= {
+                a.value for a in node.args
+                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
+            }  # fmt: skip
+    for node in ast.parse((root / "entrypoints" / "common" / "cli_args.py").read_text()).body:
+        if isinstance(node, ast.ClassDef) and node.name in ("BaseFrontendArgs", "FrontendArgs"):
+            flags |= {
+                "--" + s.target.id.replace("_", "-")
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            }
+    return sorted(flags)
+
+
+if __name__ == "__main__":
+    head = FLAGS.read_text().splitlines()[:3]
+    print("\n".join([*head, *flags_from_source(Path(sys.argv[1]))]))
