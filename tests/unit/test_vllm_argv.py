@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from local_play import run_local_play
 
 from analysis.engines import ENGINES, SettingError, vllm_spec
 from analysis.engines.vllm import argv, found
@@ -152,6 +154,31 @@ def test_preflight_stops_a_host_whose_vllm_is_another_release() -> None:
     ]
     assert "older than 0.33.0" in found("0.32.0", on)["problems"][0]
     assert ENGINES["vllm"].found is found
+
+
+@pytest.mark.parametrize(("version", "problem"), [("0.33.0", None), ("0.34.1", "runs vLLM 0.34.1")])
+def test_the_roles_preflight_records_the_hosts_vllm_and_stops_another_release(
+    tmp_path: Path, version: str, problem: str | None
+) -> None:
+    """roles/vllm_server run by ansible-playbook, its interpreter a venv that imports a stand-in vllm."""
+    # A venv: the host facts check imports in isolated mode (PYTHONPATH is not read there).
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    python = tmp_path / "venv" / "bin" / "python"
+    site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
+    (site / "vllm").mkdir()
+    (site / "vllm" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    out = tmp_path / "preflight.json"
+    role_vars = {"vllm_server_python": str(python), "vllm_server_model_path": "org/model"}
+    tasks = [
+        {"ansible.builtin.include_role": {"name": "vllm_server"}, "vars": role_vars},
+        {"ansible.builtin.copy": {"content": "{{ vllm_server_preflight | to_json }}", "dest": str(out)}},
+    ]
+    res = run_local_play(tmp_path, tasks)
+    assert res.returncode == 0, res.stdout + res.stderr
+    got = json.loads(out.read_text())
+    assert got["version"] == version and got["model_identity"] is None
+    assert [p for p in got["problems"] if problem is None or problem not in p] == []
+    assert len(got["problems"]) == (problem is not None), got["problems"]
 
 
 def flags_from_source(root: Path) -> list[str]:
