@@ -78,7 +78,7 @@ def test_an_integer_is_taken_for_a_float(way: Callable[[Any], Fact]) -> None:
         ("runs.0.requests.1.ttft_s", "0.5", "$.runs[0].requests[1].ttft_s: expected `float`, got `str`"),
         ("runs.0.spec.tokens", 3, "$.runs[0].spec: object contains unknown field `tokens`"),
         ("engine.launcher", ..., "$.engine: object missing required field `launcher`"),
-        ("engine.name", "vllm", "$.engine.name: invalid enum value 'vllm'"),
+        ("engine.name", "tgi", "$.engine.name: invalid enum value 'tgi'"),
         ("config.steps", 3, "$.config: config id 's2' does not name its fields (they make 's3')"),
         ("schema_version", 99, "schema_version 99 is not supported (this analysis reads 1)"),
         ("schema_version", ..., "schema_version None is not supported (this analysis reads 1)"),

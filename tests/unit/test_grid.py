@@ -272,8 +272,8 @@ def test_env_profiles_repeat_the_grid_with_a_suffix() -> None:
 
 
 def test_unknown_engine_is_refused_by_its_variable() -> None:
-    built = sweep(("sglang", "vllm"), steps=2)
-    assert built == {"errors": ["specsweep_engine: vllm is not one of: llama_cpp, sglang"]}
+    built = sweep(("sglang", "tgi"), steps=2)
+    assert built == {"errors": ["specsweep_engine: tgi is not one of: llama_cpp, sglang, vllm"]}
 
 
 # --------------------------------------------------------------------------------------

@@ -149,6 +149,6 @@ def test_grid_warnings_are_said_once_whatever_the_profiles() -> None:
 
 
 def test_an_engine_outside_the_table_is_a_problem() -> None:
-    assert config.engine_problems(make(2), "vllm") == [
-        "specsweep_engine: 'vllm' is not one of: llama_cpp, sglang"
+    assert config.engine_problems(make(2), "tgi") == [
+        "specsweep_engine: 'tgi' is not one of: llama_cpp, sglang, vllm"
     ]
