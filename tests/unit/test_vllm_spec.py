@@ -12,7 +12,7 @@ import ast
 from typing import Any
 
 import pytest
-from vllm_wheel import dynamic_utils, literals, speculative_fields, speculative_rules
+from vllm_wheel import dynamic_utils, literals, speculative_fields, speculative_rules, vllm_file
 
 from analysis.engines import vllm_spec
 from analysis.engines.vllm_spec import FIELDS, METHODS, Field, SpecConfigError, dynamic_config, problems
@@ -224,3 +224,20 @@ NO_SCHEDULE = [({}, "no load level"), ({1: 0, 8: 0}, "baseline wins"), ({0: 2}, 
 def test_dynamic_config_refuses_answers_with_no_schedule(per_level: dict[int, int], says: str) -> None:
     with pytest.raises(SpecConfigError, match=says):
         dynamic_config(per_level)
+
+
+def test_the_methods_model_runner_v1_keeps_a_schedule_for_are_vllms() -> None:
+    tree = ast.parse(vllm_file("vllm/config/vllm.py").read_text(encoding="utf-8"))
+    (rule,) = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and n.name == "_maybe_disable_dynamic_sd_for_v1"
+    ]
+    tuples = [
+        n
+        for n in ast.walk(rule)
+        if isinstance(n, ast.Tuple) and all(isinstance(e, ast.Constant) for e in n.elts)
+    ]
+    assert [tuple(e.value for e in t.elts) for t in tuples] == [vllm_spec.DYNAMIC_V1_METHODS]  # type: ignore[attr-defined]
+    assert vllm_spec.dynamic_notes("eagle3") == []
+    assert "_maybe_disable_dynamic_sd_for_v1" in vllm_spec.dynamic_notes("suffix")[0]
