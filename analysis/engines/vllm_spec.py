@@ -300,6 +300,19 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# VllmConfig._maybe_disable_dynamic_sd_for_v1 (vllm/config/vllm.py) keeps the schedule on Model
+# Runner V1 for these methods only; V2 (the default where it supports the model) keeps it for all.
+DYNAMIC_V1_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
+
+
+def dynamic_notes(method: str | None) -> list[str]:
+    """What an operator should know before serving a Dynamic SD schedule with `method`."""
+    if method is None or method in DYNAMIC_V1_METHODS:
+        return []
+    return [f"on Model Runner V1 vLLM drops the schedule for method {method!r} "
+            "(vllm/config/vllm.py:VllmConfig._maybe_disable_dynamic_sd_for_v1)"]  # fmt: skip
+
+
 def dynamic_config(per_level: Mapping[int, int]) -> dict[str, Any]:
     """The Dynamic SD part of --speculative-config from a per-load-level answer {concurrency: steps}
     (0 where the baseline wins): num_speculative_tokens_per_batch_size, and num_speculative_tokens
