@@ -133,7 +133,7 @@ def _where(path: Path, labels: Labels) -> Row:
     return {
         "sweep_id": labels.sweep_id or path.parent.parent.name,
         "host": labels.host or path.parent.name,
-        "engine": "sglang",
+        "engine": sglang.NAME,  # the records of SGLang's own bench_serving
         "engine_version": None,
         "model": labels.model,
         "status": "ok",

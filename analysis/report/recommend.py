@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.engines import sglang, sglang_adaptive, vllm_spec
+from analysis.engines import sglang, sglang_adaptive, vllm, vllm_spec
 from analysis.report.compare import GROUP, is_baseline, verdict_ci
 from analysis.stats import straddles_zero
 from analysis.sweep.config import parse_id
@@ -325,7 +325,7 @@ def dynamic_schedule(step: pd.DataFrame) -> tuple[dict[str, Any], list[str]]:
     t = _one_model(step, "a Dynamic SD schedule")
     warnings = []
     engines = set(t["engine"])
-    if engines != {"vllm"}:
+    if engines != {vllm.NAME}:
         warnings.append(f"vLLM's Dynamic SD schedule, from {', '.join(sorted(engines))} results")
     rows = t[[*LEVEL, "config", "_steps", "algorithm"]]
     chosen = recommend(step)[[*LEVEL, "config"]].merge(rows, on=[*LEVEL, "config"]).dropna(subset="_steps")

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from local_play import run_local_play
+from vllm_wheel import speculative_rules, vllm_file
 
 from analysis.engines import ENGINES, SettingError, vllm_spec
 from analysis.engines.vllm import argv, found
@@ -92,6 +93,22 @@ def test_every_rendered_flag_is_one_of_vllm_0_33_0s() -> None:
     for config in (make(), make(2), make(4, algorithm="ngram")):
         flags = {w for w in argv(config, full, 1) if w.startswith("--")}
         assert flags <= load_flags(), flags - load_flags()
+
+
+def test_the_flag_list_is_vllm_0_33_0s_own() -> None:
+    vllm_file("vllm/entrypoints/common/cli_args.py")
+    root = vllm_file("vllm/engine/arg_utils.py").parents[1]
+    assert set(flags_from_source(root)) == load_flags()
+
+
+def test_vllms_own_rules_accept_every_rendered_speculative_config() -> None:
+    check = speculative_rules()
+    for method in ("eagle3", "eagle", "ngram", "draft_model", "mtp", "suffix"):
+        for steps in (1, 2, 5):
+            words = argv(make(steps, algorithm=method), settings(draft_tensor_parallel_size=1), 1)
+            assert check(spec_of(words)) is None, (method, steps, spec_of(words))
+    refused = {"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_min": 6, "prompt_lookup_max": 3}
+    assert check(refused) is not None and vllm_spec.problems(refused) != []
 
 
 def test_a_batch_below_the_highest_level_and_a_bad_setting_name_their_variable() -> None:
