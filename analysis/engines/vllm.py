@@ -59,35 +59,39 @@ def _method(config: Point, s: Settings) -> str:
 
 def spec_config(config: Point, s: Settings) -> dict[str, Any]:
     """The --speculative-config object of a speculative config on this host (unset knobs: vLLM's
-    defaults), unchecked."""
+    defaults); vllm_spec.SpecConfigError, naming vLLM's rules, when the host's release would refuse it."""
     method = _method(config, s)
-    ngram = method == "ngram"
-    drafted = method in _DRAFTED
+    ngram, drafted = method == "ngram", method in _DRAFTED
 
-    def knob(key: str) -> int | None:
-        return number(s, key, int, lambda n: n >= 1, "an integer >= 1")
+    def knob(key: str, used: bool) -> int | None:
+        return number(s, key, int, lambda n: n >= 1, "an integer >= 1") if used else None
 
-    spec = {
-        "method": method,
-        "num_speculative_tokens": config.steps,
-        "model": text(s, "draft_model_path") if drafted else None,
-        "prompt_lookup_min": knob("prompt_lookup_min") if ngram else None,
-        "prompt_lookup_max": knob("prompt_lookup_max") if ngram else None,
-        "draft_tensor_parallel_size": knob("draft_tensor_parallel_size") if drafted else None,
-    }
-    return {k: v for k, v in spec.items() if v is not None}
+    spec = vllm_spec.speculative_config(
+        method,
+        config.steps,
+        draft_model=text(s, "draft_model_path") if drafted else None,
+        prompt_lookup_min=knob("prompt_lookup_min", ngram),
+        prompt_lookup_max=knob("prompt_lookup_max", ngram),
+        draft_tensor_parallel_size=knob("draft_tensor_parallel_size", drafted),
+    )
+    refused = vllm_spec.problems(spec, text(s, "version"))  # the host's release
+    if refused:
+        raise vllm_spec.SpecConfigError("; ".join(refused))
+    return spec
 
 
 def refusals(config: Point, s: Settings) -> list[str]:
-    """vLLM's own rules that refuse this config on this host, each naming where vLLM has it; a
-    setting that cannot be read is left to the argv, which names it."""
+    """vLLM's own rules that refuse this config on this host, naming where vLLM has each; a setting
+    that cannot be read is left to the argv, which names it."""
     if not config.speculative:
         return []
     try:
-        spec = spec_config(config, s)
+        spec_config(config, s)
     except SettingError:
         return []
-    return vllm_spec.problems(spec, text(s, "version"))
+    except vllm_spec.SpecConfigError as exc:
+        return [str(exc)]
+    return []
 
 
 def argv(config: Point, s: Settings, slots: int) -> list[str]:
@@ -98,10 +102,10 @@ def argv(config: Point, s: Settings, slots: int) -> list[str]:
     out += ["--tensor-parallel-size", str(tp_size)]
     out += ["--host", text(s, "host", required=True), "--port", str(port_of(s))]
     if config.speculative:
-        spec = spec_config(config, s)
-        refused = vllm_spec.problems(spec, text(s, "version"))
-        if refused:
-            raise SettingError(f"speculative_method: vLLM refuses {json.dumps(spec)}: {'; '.join(refused)}.")
+        try:
+            spec = spec_config(config, s)
+        except vllm_spec.SpecConfigError as exc:
+            raise SettingError(f"speculative_method: vLLM refuses it: {exc}.") from None
         # One argv word: the JSON object (vLLM parses the flag's value with json.loads).
         out += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
     fraction = number(s, "gpu_memory_utilization", float, lambda x: 0 < x <= 1, "a number in (0, 1]")
