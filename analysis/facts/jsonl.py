@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.engines import sglang
 from analysis.facts.rows import Row
 from analysis.sweep.config import parse_id
 
