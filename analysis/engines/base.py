@@ -50,14 +50,15 @@ class ScheduleError(ValueError):
 class Adaptive:
     """An engine's per-batch-size step schedule, measured as one more config (`-e adaptive_config`).
 
-    problems(algorithm, topks, extra_args): why the engine refuses the arm, in its own words;
+    problems(settings, algorithm, topks): why the engine refuses the arm on a host, in its own words
+    (`algorithm`: the sweep's, None for the host's own);
     schedule(settings, given, host): (why this host cannot follow `given`, the schedule it follows);
     start(schedule): the step count the server starts from (ScheduleError: it never speculates);
     notes(given, schedule, levels): what the operator should know of it."""
 
     label: str  # the engine as people say it: "SGLang"
     flag: str  # what turns it on, for a refusal on another engine
-    problems: Callable[[str | None, Sequence[int], Sequence[str]], list[str]]
+    problems: Callable[[Settings, str | None, Sequence[int]], list[str]]
     schedule: Callable[[Settings, str, str], tuple[str | None, dict[str, Any]]]
     start: Callable[[dict[str, Any]], int]
     notes: Callable[[str, dict[str, Any], Sequence[int]], list[str]]

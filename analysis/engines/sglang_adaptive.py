@@ -68,8 +68,11 @@ def start_steps(schedule: dict[str, Any]) -> int:
     return speculating[0]
 
 
-def problems(algorithm: str | None, topks: Sequence[int], extra_args: Sequence[str]) -> list[str]:
-    """Why a host cannot run the adaptive arm, in SGLang's words where SGLang refuses it."""
+def problems(s: Settings, algorithm: str | None, topks: Sequence[int]) -> list[str]:
+    """Why a host cannot run the adaptive arm, in SGLang's words where SGLang refuses it (`algorithm`:
+    the sweep's, else the host's sglang_server_speculative_algorithm)."""
+    algorithm = algorithm or str(s.get("speculative_algorithm") or "").upper() or None
+    extra_args = [str(a) for a in s.get("extra_args") or []]
     refusals = []
     if algorithm not in ALGORITHMS:
         only = "/".join(ALGORITHMS)

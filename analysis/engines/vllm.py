@@ -12,15 +12,18 @@ FrontendArgs: --host, --port, --api-key; the model is `vllm serve`'s positional 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import PurePosixPath
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from analysis.engines import vllm_spec
 from analysis.engines.base import (
+    BUILTIN_SCHEDULE,
     COMMON_SETTINGS,
+    Adaptive,
     Engine,
     Point,
+    ScheduleError,
     SettingError,
     Settings,
     number,
@@ -74,10 +77,80 @@ def spec_config(config: Point, s: Settings) -> dict[str, Any]:
         prompt_lookup_max=knob("prompt_lookup_max", ngram),
         draft_tensor_parallel_size=knob("draft_tensor_parallel_size", drafted),
     )
+    if config.adaptive:
+        # The arm's schedule, checked by vLLM's rules with the rest of the object.
+        try:
+            schedule = load_schedule(str(s.get("adaptive_config")))
+        except ScheduleError as exc:
+            raise SettingError(f"adaptive_config: {exc}") from None
+        spec["num_speculative_tokens_per_batch_size"] = schedule["num_speculative_tokens_per_batch_size"]
     refused = vllm_spec.problems(spec, text(s, "version"))  # the host's release
     if refused:
         raise vllm_spec.SpecConfigError("; ".join(refused))
     return spec
+
+
+# ---------------------------------------------------------------------------------------------
+# The Dynamic SD arm (-e adaptive_config=FILE): vLLM's own step count per batch-size range
+# ---------------------------------------------------------------------------------------------
+
+# What `recommend --vllm-dynamic-config` writes (vllm_spec.dynamic_config): the arm's schedule file.
+_SCHEDULE_KEYS = ("num_speculative_tokens", "num_speculative_tokens_per_batch_size")
+
+
+def load_schedule(path: str) -> dict[str, Any]:
+    """A Dynamic SD schedule file: its two keys, nothing else (vLLM's rules check them with the rest
+    of the --speculative-config object)."""
+    try:
+        schedule = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ScheduleError(f"{path}: cannot read it as JSON: {exc}") from exc
+    if not isinstance(schedule, dict) or set(schedule) != set(_SCHEDULE_KEYS):
+        got = list(schedule) if isinstance(schedule, dict) else type(schedule).__name__
+        raise ScheduleError(
+            f"{path}: expected a vLLM Dynamic SD schedule with {' and '.join(_SCHEDULE_KEYS)} (as "
+            f"`recommend --vllm-dynamic-config` writes), got {got}"
+        )
+    return schedule
+
+
+def _arm_problems(s: Settings, algorithm: str | None, topks: Sequence[int]) -> list[str]:
+    """vLLM takes any method's schedule; on Model Runner V1 it drops some (vllm_spec.dynamic_notes)."""
+    del s, algorithm, topks  # the schedule's own rules are checked with each config's object
+    return []
+
+
+def _host_schedule(s: Settings, given: str, host: str) -> tuple[str | None, dict[str, Any]]:
+    """The schedule this host follows: the file; vLLM has no built-in one."""
+    del s
+    if given == BUILTIN_SCHEDULE:
+        return (
+            f"adaptive_config: vLLM on {host} has no built-in Dynamic SD schedule; write one from a sweep "
+            "with `python -m analysis recommend --vllm-dynamic-config FILE`",
+            {},
+        )
+    try:
+        return None, load_schedule(given)
+    except ScheduleError as exc:
+        return f"adaptive_config: {host}: {exc}", {}
+
+
+def _start(schedule: dict[str, Any]) -> int:
+    """num_speculative_tokens: the most steps any batch size takes (vLLM caps each K at it)."""
+    most = schedule.get("num_speculative_tokens")
+    if not isinstance(most, int) or isinstance(most, bool) or most < 1:
+        raise ScheduleError(f"num_speculative_tokens must be an integer >= 1, got {most!r}")
+    return most
+
+
+def _notes(given: str, schedule: dict[str, Any], levels: Sequence[int]) -> list[str]:
+    """The load levels at which the schedule takes 0 steps: there the arm runs without speculation."""
+    ranges = [
+        r for r in schedule["num_speculative_tokens_per_batch_size"] if isinstance(r, list) and len(r) == 3
+    ]
+    off = [n for n in levels if any(lo <= n <= hi and k == 0 for lo, hi, k in ranges)]
+    at = ", ".join(map(str, off))
+    return [f"adaptive: the Dynamic SD schedule {given} takes 0 steps at concurrency {at}"] if off else []
 
 
 def refusals(config: Point, s: Settings) -> list[str]:
@@ -172,6 +245,14 @@ ENGINE = Engine(
     version=lambda s: None,  # the host reports it: `import vllm` under vllm_server_python, in preflight
     problems=problems,
     refusals=refusals,
+    adaptive=Adaptive(
+        label="vLLM",
+        flag="vLLM's Dynamic SD, num_speculative_tokens_per_batch_size",
+        problems=_arm_problems,
+        schedule=_host_schedule,
+        start=_start,
+        notes=_notes,
+    ),
     found=found,
     algorithms=ALGORITHMS,
     assumed_tps=90.0,

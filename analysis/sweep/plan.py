@@ -91,7 +91,15 @@ def _host_plan(
     copy = AdaptiveCopy(src=schedule, dest=f"{host.run_dir}/{sweep_id}.adaptive.json") if schedule else None
     # The levels size a GPU engine's capacity, the same on every config (e.g. analysis.engines.sglang).
     levels = request["concurrency"]
-    settings = {**host.settings, "adaptive_config_path": copy and copy.dest, "levels": levels}
+    # The adaptive arm's schedule: the host's copy (SGLang reads the file) and the controller's (vLLM
+    # inlines it into --speculative-config).
+    given = request["adaptive_config"] or None
+    settings = {
+        **host.settings,
+        "adaptive_config_path": copy and copy.dest,
+        "adaptive_config": given,
+        "levels": levels,
+    }
     slots = max(levels)
     server: Server | None
     benchmark = None
@@ -278,7 +286,7 @@ def build(
     errors += _race_problems(request)
     own, refusals = _host_configs(request, configs, hosts)
     errors += refusals
-    errors += _engine_refusals(configs, own, hosts)
+    errors += _engine_refusals(configs, own, hosts, request["adaptive_config"] or None)
     missing = sorted(
         {c.env_profile for c in configs} - {cfg.DEFAULT_PROFILE}
         - set.intersection(*(set(h.env_profiles) for h in hosts.values()))
@@ -356,15 +364,19 @@ def _host_configs(
 
 
 def _engine_refusals(
-    configs: list[cfg.Config], own: Mapping[str, list[cfg.Config]], hosts: Mapping[str, HostInput]
+    configs: list[cfg.Config],
+    own: Mapping[str, list[cfg.Config]],
+    hosts: Mapping[str, HostInput],
+    schedule: str | None,
 ) -> list[str]:
-    """What each host's engine would refuse of its configs with that host's settings, in the engine's
-    own words (vLLM's SpeculativeConfig rules, naming where vLLM has each)."""
+    """What each host's engine would refuse of its configs with that host's settings (and the
+    adaptive arm's `schedule`), in the engine's own words (vLLM's SpeculativeConfig rules, naming
+    where vLLM has each)."""
     refused = [
         f"{ENGINES[h.engine].role}: {name}: {c.id}: {why}"
         for name, h in hosts.items()
         for c in [*configs, *own.get(name, [])]
-        for why in ENGINES[h.engine].refusals(c, h.settings)
+        for why in ENGINES[h.engine].refusals(c, {**h.settings, "adaptive_config": schedule})
     ]
     return list(dict.fromkeys(refused))
 
@@ -409,9 +421,7 @@ def _adaptive_arm(
                 f"sweep it on {labels} hosts"
             )
             continue
-        algorithm = request["algorithm"] or str(h.settings.get("speculative_algorithm") or "").upper() or None
-        extra = [str(a) for a in h.settings.get("extra_args") or []]
-        refusals += arm.problems(algorithm, request["topk"], extra)
+        refusals += arm.problems(h.settings, request["algorithm"] or None, request["topk"])
         problem, schedules[h.name] = arm.schedule(h.settings, given, h.name)
         refusals += [problem] if problem else []
     if refusals:
@@ -421,14 +431,17 @@ def _adaptive_arm(
         differ = f"adaptive_config: {given}: the hosts' engine releases differ in it; give a schedule file"
         return [], [differ], []
     (schedule,) = found.values() or [{}]
-    arm = next(ENGINES[h.engine].adaptive for h in hosts.values())
+    engine = next(ENGINES[h.engine] for h in hosts.values())
+    arm = engine.adaptive
     try:
         start = arm.start(schedule)
     except ScheduleError as exc:
         return [], [f"adaptive_config: {exc}"], []
     profiles = request["env_profiles"] or [cfg.DEFAULT_PROFILE]
     algorithm = request["algorithm"] or None
-    configs = [cfg.make(start, 1, start + 1, algorithm, p, adaptive=True) for p in profiles]
+    # An engine with a draft tree runs the schedule as a chain (topk 1: SGLang's only adaptive shape).
+    tree = {"topk": 1, "draft_tokens": start + 1} if {"topk", "draft_tokens"} <= engine.axes else {}
+    configs = [cfg.make(start, algorithm=algorithm, env_profile=p, adaptive=True, **tree) for p in profiles]
     return configs, [], arm.notes(given, schedule, request["concurrency"])
 
 

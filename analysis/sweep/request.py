@@ -260,8 +260,8 @@ SETTINGS: tuple[Setting, ...] = (
         "adaptive_config",
         text,
         "",
-        f"SGLang adaptive schedule file (controller), or `{BUILTIN_SCHEDULE}` for SGLang's own: adds config "
-        "`adaptive`",
+        f"SGLang adaptive schedule file (controller), or `{BUILTIN_SCHEDULE}` for SGLang's own, or vLLM's "
+        "Dynamic SD schedule (recommend --vllm-dynamic-config): adds config `adaptive`",
     ),
     # How each config is measured.
     Setting("concurrency", some_ints, [1], "concurrency levels, all measured on each launch"),

@@ -129,8 +129,8 @@ def test_the_cpu_engine_has_no_adaptive_arm(tmp_path: Path) -> None:
     path = write(tmp_path, SCHEDULE)
     built = build(tmp_path, [llama()], steps="2", adaptive_config=str(path))
     assert built["errors"] == [
-        "adaptive_config: llama_cpp has no adaptive speculation (SGLang's --speculative-adaptive); "
-        "sweep it on SGLang hosts"
+        "adaptive_config: llama_cpp has no adaptive speculation (SGLang's --speculative-adaptive or "
+        "vLLM's Dynamic SD, num_speculative_tokens_per_batch_size); sweep it on SGLang or vLLM hosts"
     ]
 
 

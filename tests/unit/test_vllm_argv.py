@@ -160,6 +160,53 @@ def test_sglangs_knobs_are_refused_on_vllm() -> None:
     assert built["errors"] == ["topk: applies to sglang only, not to vllm"]
 
 
+def arm_plan(tmp_path: Path, schedule: Any, **given: Any) -> dict[str, Any]:
+    """The plan of steps 1,2 and the Dynamic SD arm of `schedule` (a file's content, or builtin)."""
+    path = tmp_path / "dynamic.json"
+    path.write_text(json.dumps(schedule))
+    where = "builtin" if schedule == "builtin" else str(path)
+    hosts = {"v0": plan.HostInput("v0", "vllm", settings())}
+    asked = {**ONE_LAUNCH_EACH, "steps": "1,2", "concurrency": "1,8,32", "adaptive_config": where, **given}
+    return plan.build(request.read(asked), hosts, IDENTITY, tmp_path)
+
+
+def test_the_dynamic_sd_arm_runs_recommends_schedule_in_one_json_word_vllm_accepts(tmp_path: Path) -> None:
+    schedule = vllm_spec.dynamic_config({1: 3, 8: 1, 32: 0})
+    built = arm_plan(tmp_path, schedule)
+    assert built["errors"] == [], built["errors"]
+    entries = {e["config"]["id"]: e for e in built["hosts"]["v0"]["entries"]}
+    assert list(entries) == ["baseline", "s1", "s2", "adaptive"]
+    arm = entries["adaptive"]
+    assert (arm["config"]["steps"], arm["config"]["topk"], arm["config"]["draft_tokens"]) == (3, None, None)
+    spec = spec_of(arm["argv"])
+    assert spec == {
+        "method": "eagle3",
+        "num_speculative_tokens": 3,
+        "model": "/data/models/EAGLE3-LLaMA3.1-Instruct-8B",
+        "num_speculative_tokens_per_batch_size": [[1, 7, 3], [8, 31, 1], [32, 32, 0]],
+    }
+    assert speculative_rules()(spec) is None  # vLLM's own model-free rules
+    assert built["sweep"]["warnings"] == [
+        f"adaptive: the Dynamic SD schedule {tmp_path / 'dynamic.json'} takes 0 steps at concurrency 32"
+    ]
+
+
+def test_a_schedule_vllm_would_refuse_or_cut_is_refused_at_plan_time(tmp_path: Path) -> None:
+    cut = {"num_speculative_tokens": 2, "num_speculative_tokens_per_batch_size": [[1, 8, 3]]}
+    assert arm_plan(tmp_path, cut)["errors"] == [
+        "vllm_server: v0: adaptive: K=3 in the schedule exceeds num_speculative_tokens=2: vLLM would cut "
+        "it to 2 (vllm/v1/spec_decode/dynamic/utils.py:build_dynamic_sd_schedule_lookup)"
+    ]
+    gap = {"num_speculative_tokens": 2, "num_speculative_tokens_per_batch_size": [[2, 8, 2]]}
+    assert "must start at 1" in arm_plan(tmp_path, gap)["errors"][0]
+    assert arm_plan(tmp_path, "builtin")["errors"] == [
+        "adaptive_config: vLLM on v0 has no built-in Dynamic SD schedule; write one from a sweep with "
+        "`python -m analysis recommend --vllm-dynamic-config FILE`"
+    ]
+    sglangs = {"1": {"candidate_steps": [1, 3]}}
+    assert "expected a vLLM Dynamic SD schedule" in arm_plan(tmp_path, sglangs)["errors"][0]
+
+
 def test_preflight_stops_a_host_whose_vllm_is_another_release() -> None:
     on = {"host": "v0", "version": "0.33.0"}
     assert found("0.33.0", on) == {"version": "0.33.0", "problems": []}
