@@ -245,6 +245,25 @@ def test_the_roles_preflight_records_the_hosts_vllm_and_stops_another_release(
     assert len(got["problems"]) == (problem is not None), got["problems"]
 
 
+def test_plan_only_on_the_example_inventory_prints_each_hosts_vllm_argvs(tmp_path: Path) -> None:
+    """The playbook as an operator runs it; the example hosts are pointed at a closed local port, so
+    the plan (on the controller) is printed and written, and the hosts are unreachable."""
+    playbook = Path(sys.executable).parent / "ansible-playbook"
+    argv = [str(playbook), "sweep.yml", "-i", "inventory/vllm.example.yml", "-e", "plan_only=true",
+            "-e", "steps=1,2,3", "-e", f"results_dir={tmp_path}", "-e", "sweep_id=vllm-plan",
+            "-e", "ansible_host=127.0.0.1", "-e", "ansible_port=9"]  # fmt: skip
+    res = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, timeout=300, check=False)
+    for host in ("vllm-node-1", "vllm-node-2"):
+        assert f"{host} (vllm):" in res.stdout, res.stdout + res.stderr
+    head = "/opt/vllm/.venv/bin/vllm serve /data/models/Llama-3.1-8B-Instruct"
+    shown = [line for line in res.stdout.splitlines() if head in line]
+    assert len(shown) == 8 and all("--speculative-config '{" in line for line in shown if "  s" in line)
+    document = json.loads((tmp_path / "vllm-plan" / "plan.json").read_text())
+    entries = document["hosts"]["vllm-node-1"]["entries"]
+    steps = [spec_of(e["argv"])["num_speculative_tokens"] for e in entries if e["config"]["speculative"]]
+    assert steps == [1, 2, 3]
+
+
 def flags_from_source(root: Path) -> list[str]:
     """`vllm serve`'s flags: EngineArgs' add_argument("--...") calls and the frontend's dataclass fields."""
     flags: set[str] = set()
