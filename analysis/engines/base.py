@@ -84,8 +84,11 @@ class Engine:
     refusals: Callable[[Point, Settings], list[str]] = lambda config, s: []
     axes: frozenset[str] = frozenset()  # the sweep axes it has besides steps (analysis.sweep.config.AXES)
     clients: tuple[str, ...] = ("specsweep",)  # benchmark clients that drive it (analysis.sweep.client)
-    # What its preflight role found on the host -> {version, problems} (filter specsweep_engine_found).
-    found: Callable[[Any, Mapping[str, Any]], dict[str, Any]] | None = None
+    # How its preflight role has the host's own engine check the plan's entries: what the role's check
+    # reads (filter specsweep_engine_check_input) and what it found -> {version, problems, ...}
+    # (filter specsweep_engine_found).
+    check_input: Callable[[Sequence[Mapping[str, Any]]], dict[str, Any]] | None = None
+    found: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]] | None = None
     adaptive: Adaptive | None = None  # None: no per-batch-size schedule arm
     multinode: bool = False  # one server over several hosts (node ranks >= 1 follow rank 0)
     assumed_tps: float = 40.0  # a baseline's rate for the first estimate, before any sweep of it

@@ -32,6 +32,7 @@ from analysis.engines.base import (
     user_env,
     words,
 )
+from analysis.redact import redact_argv
 
 NAME = "vllm"
 # The methods a grid point describes with num_speculative_tokens alone (vllm_spec.METHODS has the
@@ -202,25 +203,48 @@ def argv(config: Point, s: Settings, slots: int) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Preflight (roles/vllm_server): the version the host's vllm imports as, against the planned one
+# Preflight (roles/vllm_server): the host's own vLLM parses and resolves every planned argv
 # ---------------------------------------------------------------------------------------------
 
 
-def found(imported: str | None, on: Mapping[str, Any]) -> dict[str, Any]:
-    """The vLLM version the host imported (None: it did not import, which host facts report) and why
-    it stops the host: another release than the plan checked its configs for (`on`: host, version)."""
-    if not imported:
-        return {"version": None, "problems": []}
+def check_input(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What roles/vllm_server/files/specsweep_vllm_check.py reads on the host: each planned config's
+    words after the `vllm` script (`serve MODEL ...`), the API key redacted (it parses alike)."""
+    return {"argvs": {e["config"]["id"]: redact_argv(e["argv"])[1:] for e in entries}}
+
+
+def found(checked: Mapping[str, Any], on: Mapping[str, Any]) -> dict[str, Any]:
+    """The version the host's vLLM reported and why it stops the host: vLLM cannot be imported, it is
+    another release than the plan checked its configs for, or it refuses a config's argv (naming the
+    config, the flag and vLLM's own message). `checked`: the registered check (skipped when the host
+    had problems already, or nothing to check); `on`: host, the planned version, the import's."""
+    host = on["host"]
+    result = {"version": on.get("imported"), "error": None, "results": {}}
+    if not checked.get("skipped"):
+        result = json.loads(checked["stdout"])
+    if result["error"]:
+        return {
+            "version": None,
+            "problems": [f"vllm_server_python: {host}: vLLM cannot be imported: {result['error']}"],
+        }
+    has = result["version"]
+    if not has:
+        return {"version": None, "problems": []}  # host facts say it did not import
     planned = str(on.get("version") or vllm_spec.VERSION_CHECKED)
-    if imported.split("+")[0] == planned:
-        return {"version": imported, "problems": []}
-    # Only the release rule can refuse this object (an n-gram config every release takes).
-    older = vllm_spec.problems({"method": "ngram", "num_speculative_tokens": 1}, imported)
-    why = [f"vllm_server_version: {on['host']}: {p}" for p in older] or [
-        f"vllm_server_version: {on['host']} runs vLLM {imported}, not the {planned} the plan checked its "
-        f"--speculative-config for; set vllm_server_version: {imported} for this host"
+    refused = [
+        f"{host}: {config_id}: vLLM {has} refuses {why['flag'] or 'the argv'}: {why['message']}"
+        for config_id, why in (result["results"] or {}).items()
+        if why
     ]
-    return {"version": imported, "problems": why}
+    if has.split("+")[0] == planned:
+        return {"version": has, "problems": refused}
+    # Only the release rule can refuse this object (an n-gram config every release takes).
+    older = vllm_spec.problems({"method": "ngram", "num_speculative_tokens": 1}, has)
+    why = [f"vllm_server_version: {host}: {p}" for p in older] or [
+        f"vllm_server_version: {host} runs vLLM {has}, not the {planned} the plan checked its "
+        f"--speculative-config for; set vllm_server_version: {has} for this host"
+    ]
+    return {"version": has, "problems": why + refused}
 
 
 ENGINE = Engine(
@@ -253,6 +277,7 @@ ENGINE = Engine(
         start=_start,
         notes=_notes,
     ),
+    check_input=check_input,
     found=found,
     algorithms=ALGORITHMS,
     assumed_tps=90.0,

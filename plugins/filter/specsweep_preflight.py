@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.engines import ENGINES, llama_cpp, sglang
+from analysis.engines import ENGINES, llama_cpp
 from analysis.engines.preflight import local_checkpoints, pip_install_argv, target_identity
 
 
@@ -17,9 +17,14 @@ def engine_clients(engine: str) -> list[str]:
     return list(known.clients) if known else []
 
 
-def engine_found(result: Any, engine: str, on: dict[str, Any]) -> dict[str, Any]:
-    """What an engine's preflight role found on the host, read by that engine's module."""
-    return ENGINES[engine].found(result, on)
+def engine_check_input(entries: list[dict[str, Any]], engine: str) -> dict[str, Any]:
+    """What an engine's preflight check reads on the host: the plan's entries, as its module says."""
+    return ENGINES[engine].check_input(entries)
+
+
+def engine_found(checked: dict[str, Any], engine: str, on: dict[str, Any]) -> dict[str, Any]:
+    """What an engine's preflight check found on the host, read by that engine's module."""
+    return ENGINES[engine].found(checked, on)
 
 
 class FilterModule:
@@ -33,8 +38,7 @@ class FilterModule:
             "specsweep_pip_install_argv": pip_install_argv,
             "specsweep_local_checkpoints": local_checkpoints,
             "specsweep_target_identity": target_identity,
-            "specsweep_sglang_check_input": sglang.check_input,
-            "specsweep_sglang_found": sglang.found,
             "specsweep_engine_clients": engine_clients,
+            "specsweep_engine_check_input": engine_check_input,
             "specsweep_engine_found": engine_found,
         }

@@ -103,14 +103,18 @@ def test_the_filters_hand_the_roles_these_functions() -> None:
         "specsweep_pip_install_argv": preflight.pip_install_argv,
         "specsweep_local_checkpoints": preflight.local_checkpoints,
         "specsweep_target_identity": preflight.target_identity,
-        "specsweep_sglang_check_input": sglang.check_input,
-        "specsweep_sglang_found": sglang.found,
         "specsweep_engine_clients": specsweep_engine_clients,
+        "specsweep_engine_check_input": filters["specsweep_engine_check_input"],
         "specsweep_engine_found": filters["specsweep_engine_found"],
     }
     assert specsweep_engine_clients("sglang") == ["specsweep", "sglang"]
     assert specsweep_engine_clients("llama_cpp") == ["specsweep"]
     assert specsweep_engine_clients("tgi") == []
+    # An engine's own check, by its name: what the role hands the host and how its answer is read.
+    entries = [{"config": {"id": "s2"}, "argv": ["/py", "-m", "sglang.launch_server", "--api-key", "k"]}]
+    assert filters["specsweep_engine_check_input"](entries, "sglang") == sglang.check_input(entries)
+    skipped, on = {"skipped": True}, {"host": "h", "version": None}
+    assert filters["specsweep_engine_found"](skipped, "sglang", on) == sglang.found(skipped, on)
 
 
 LLAMA_VERSION = "llama.cpp 0.6.0-dev b0-unknown (built with GNU 13.3.0 for Linux x86_64)"

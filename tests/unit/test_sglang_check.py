@@ -121,7 +121,7 @@ ON = {"host": "gpu0", "version": "0.5.23"}
 
 
 def checked(found: dict[str, Any]) -> dict[str, Any]:
-    """The registered command's result, as the role hands it to specsweep_sglang_found."""
+    """The registered command's result, as the role hands it to specsweep_engine_found."""
     return {"stdout": json.dumps(found), "rc": 0}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -208,31 +209,107 @@ def test_a_schedule_vllm_would_refuse_or_cut_is_refused_at_plan_time(tmp_path: P
 
 
 def test_preflight_stops_a_host_whose_vllm_is_another_release() -> None:
-    on = {"host": "v0", "version": "0.33.0"}
-    assert found("0.33.0", on) == {"version": "0.33.0", "problems": []}
-    assert found(None, on) == {"version": None, "problems": []}  # host facts say it did not import
-    newer = found("0.34.1", on)["problems"]
-    assert newer == [
+    on, skipped = {"host": "v0", "version": "0.33.0", "imported": "0.33.0"}, {"skipped": True}
+    assert found(skipped, on) == {"version": "0.33.0", "problems": []}
+    # host facts say it did not import
+    assert found(skipped, {**on, "imported": None}) == {"version": None, "problems": []}
+    assert found(skipped, {**on, "imported": "0.34.1"})["problems"] == [
         "vllm_server_version: v0 runs vLLM 0.34.1, not the 0.33.0 the plan checked its --speculative-config "
         "for; set vllm_server_version: 0.34.1 for this host"
     ]
-    assert "older than 0.33.0" in found("0.32.0", on)["problems"][0]
+    assert "older than 0.33.0" in found(skipped, {**on, "imported": "0.32.0"})["problems"][0]
     assert ENGINES["vllm"].found is found
 
 
-@pytest.mark.parametrize(("version", "problem"), [("0.33.0", None), ("0.34.1", "runs vLLM 0.34.1")])
-def test_the_roles_preflight_records_the_hosts_vllm_and_stops_another_release(
-    tmp_path: Path, version: str, problem: str | None
-) -> None:
-    """roles/vllm_server run by ansible-playbook, its interpreter a venv that imports a stand-in vllm."""
+# A stand-in vllm 0.33.0: `vllm serve`'s parser (argparse exits 2 on an unknown flag), its pre-load
+# check, and create_engine_config, which refuses a speculative config as SpeculativeConfig would and
+# exports a variable, which must not leak into the next config's resolution.
+STAND_IN = {
+    "__init__.py": '__version__ = "0.33.0"\n',
+    "utils/argparse_utils.py": "from argparse import ArgumentParser as FlexibleArgumentParser\n",
+    "entrypoints/common/cli_args.py": "def validate_parsed_serve_args(args):\n    pass\n",
+    "entrypoints/cli/serve.py": """
+class ServeSubcommand:
+    def subparser_init(self, subparsers):
+        serve = subparsers.add_parser("serve")
+        serve.add_argument("model_tag", nargs="?")
+        for flag in ("--host", "--speculative-config", "--api-key", "--gpu-memory-utilization"):
+            serve.add_argument(flag)
+        serve.add_argument("--port", type=int)
+        serve.add_argument("--tensor-parallel-size", type=int)
+        return serve
+""",
+    "engine/arg_utils.py": """
+import json, os
+
+class EngineArgs:
+    def __init__(self, args):
+        self.args = args
+    @classmethod
+    def from_cli_args(cls, args):
+        return cls(args)
+    def create_engine_config(self):
+        if "VLLM_LEAKED" in os.environ:
+            raise RuntimeError("the environment of an earlier resolution leaked")
+        os.environ["VLLM_LEAKED"] = "1"
+        spec = json.loads(self.args.speculative_config or "{}")
+        if spec.get("method") == "eagle3" and spec.get("model") == "/no/head":
+            raise ValueError("EAGLE3 head /no/head: config.json not found")
+""",
+}
+
+
+def stand_in(root: Path) -> Path:
+    """The stand-in package under root (a venv's site-packages, or a PYTHONPATH folder)."""
+    for name, text in STAND_IN.items():
+        (root / "vllm" / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / "vllm" / name).write_text(text)
+    for folder in ("utils", "entrypoints", "entrypoints/common", "entrypoints/cli", "engine"):
+        (root / "vllm" / folder / "__init__.py").touch()
+    return root
+
+
+def test_the_hosts_vllm_parses_and_resolves_each_planned_argv_and_names_its_refusal(tmp_path: Path) -> None:
+    entries = [
+        {"config": {"id": "baseline"}, "argv": argv(make(), settings(api_key="sk-x"), 1)},
+        {"config": {"id": "s2"}, "argv": argv(make(2), settings(), 1)},
+        {"config": {"id": "head"}, "argv": argv(make(2), settings(draft_model_path="/no/head"), 1)},
+        {"config": {"id": "typo"}, "argv": [*argv(make(), settings(), 1), "--max-num-seq", "8"]},
+    ]
+    asked = ENGINES["vllm"].check_input(entries)
+    assert asked["argvs"]["baseline"][:2] == ["serve", "/data/models/Llama-3.1-8B-Instruct"]
+    assert "sk-x" not in json.dumps(asked)
+    script = REPO / "roles" / "vllm_server" / "files" / "specsweep_vllm_check.py"
+    done = subprocess.run(
+        [sys.executable, "-c", script.read_text()], input=json.dumps(asked), capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(stand_in(tmp_path))}, check=True, timeout=60,
+    )  # fmt: skip
+    on = {"host": "v0", "version": "0.33.0", "imported": "0.33.0"}
+    assert found({"stdout": done.stdout}, on) == {
+        "version": "0.33.0",
+        "problems": [
+            "v0: head: vLLM 0.33.0 refuses the argv: ValueError: EAGLE3 head /no/head: config.json not found",
+            "v0: typo: vLLM 0.33.0 refuses --max-num-seq: vllm: error: unrecognized arguments: "
+            "--max-num-seq 8",
+        ],
+    }
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.1"])
+def test_the_roles_preflight_records_the_hosts_vllm_and_what_it_refuses(tmp_path: Path, version: str) -> None:
+    """roles/vllm_server run by ansible-playbook, its interpreter a venv that imports the stand-in."""
     # A venv: the host facts check imports in isolated mode (PYTHONPATH is not read there).
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     python = tmp_path / "venv" / "bin" / "python"
     site = next((tmp_path / "venv" / "lib").glob("python3*/site-packages"))
-    (site / "vllm").mkdir()
-    (site / "vllm" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    (stand_in(site) / "vllm" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    planned = [
+        {"config": {"id": "s2"}, "argv": argv(make(2), settings(), 1)},
+        {"config": {"id": "head"}, "argv": argv(make(2), settings(draft_model_path="/no/head"), 1)},
+    ]
     out = tmp_path / "preflight.json"
-    role_vars = {"vllm_server_python": str(python), "vllm_server_model_path": "org/model"}
+    role_vars = {"vllm_server_python": str(python), "vllm_server_model_path": "org/model",
+                 "vllm_server_planned": planned}  # fmt: skip
     tasks = [
         {"ansible.builtin.include_role": {"name": "vllm_server"}, "vars": role_vars},
         {"ansible.builtin.copy": {"content": "{{ vllm_server_preflight | to_json }}", "dest": str(out)}},
@@ -241,8 +318,14 @@ def test_the_roles_preflight_records_the_hosts_vllm_and_stops_another_release(
     assert res.returncode == 0, res.stdout + res.stderr
     got = json.loads(out.read_text())
     assert got["version"] == version and got["model_identity"] is None
-    assert [p for p in got["problems"] if problem is None or problem not in p] == []
-    assert len(got["problems"]) == (problem is not None), got["problems"]
+    other = (
+        [f"vllm_server_version: localhost runs vLLM {version}, not the 0.33.0"] if version != "0.33.0" else []
+    )
+    assert [p[: len(w)] for p, w in zip(got["problems"], other, strict=False)] == other
+    assert got["problems"][len(other) :] == [
+        f"localhost: head: vLLM {version} refuses the argv: "
+        "ValueError: EAGLE3 head /no/head: config.json not found"
+    ]
 
 
 def test_plan_only_on_the_example_inventory_prints_each_hosts_vllm_argvs(tmp_path: Path) -> None:
