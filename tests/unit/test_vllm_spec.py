@@ -12,7 +12,7 @@ import ast
 from typing import Any
 
 import pytest
-from vllm_wheel import dynamic_utils, literals, speculative_fields, speculative_rules, vllm_file
+from vllm_wheel import dynamic_utils, literals, serve_flags, speculative_fields, speculative_rules, vllm_file
 
 from analysis.engines import vllm_spec
 from analysis.engines.vllm_spec import FIELDS, METHODS, Field, SpecConfigError, dynamic_config, problems
@@ -241,3 +241,12 @@ def test_the_methods_model_runner_v1_keeps_a_schedule_for_are_vllms() -> None:
     assert [tuple(e.value for e in t.elts) for t in tuples] == [vllm_spec.DYNAMIC_V1_METHODS]  # type: ignore[attr-defined]
     assert vllm_spec.dynamic_notes("eagle3") == []
     assert "_maybe_disable_dynamic_sd_for_v1" in vllm_spec.dynamic_notes("suffix")[0]
+
+
+def test_vllm_serve_takes_the_speculative_config_as_one_json_flag() -> None:
+    """serve_flags() (for the argv tests): the flag this module's JSON goes to, and its per-key
+    shortcuts that the JSON must not repeat (EngineArgs.create_speculative_config refuses both)."""
+    flags = serve_flags()
+    assert {"--speculative-config", "--spec-method", "--spec-model", "--spec-tokens"} <= flags
+    assert {"--enable-prefix-caching", "--no-enable-prefix-caching", "--tensor-parallel-size"} <= flags
+    assert "--speculative-model" not in flags  # the pre-JSON spelling is gone
