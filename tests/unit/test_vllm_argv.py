@@ -1,16 +1,10 @@
 """vLLM's launch argv (analysis.engines.vllm.argv): exact lists, the --speculative-config JSON as one
-word that vLLM's rules accept, every flag one of vLLM 0.33.0's, and a combination vLLM would refuse
-refused by the plan, naming vLLM's rule.
-
-fixtures/vllm_0.33.0_serve_flags.txt is generated from the wheel's source text (no vllm import):
-
-    pip download --no-deps -d /tmp/w vllm==0.33.0 && cd /tmp/w && python -m zipfile -e vllm-0.33.0-*.whl .
-    python tests/unit/test_vllm_argv.py /tmp/w/vllm > tests/unit/fixtures/vllm_0.33.0_serve_flags.txt
-"""
+word that vLLM's own rules accept, every flag one of vLLM 0.33.0's (read from its wheel by
+tests/vllm_wheel.py), a combination vLLM would refuse refused by the plan naming vLLM's rule, the
+Dynamic SD arm, and the vllm_server role's preflight."""
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -21,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from local_play import run_local_play
-from vllm_wheel import speculative_rules, vllm_file
+from vllm_wheel import serve_flags, speculative_rules
 
 from analysis.engines import ENGINES, SettingError, vllm_spec
 from analysis.engines.vllm import argv, found
@@ -29,7 +23,6 @@ from analysis.sweep import plan, request
 from analysis.sweep.config import make
 
 REPO = Path(__file__).resolve().parents[2]
-FLAGS = REPO / "tests" / "unit" / "fixtures" / "vllm_0.33.0_serve_flags.txt"
 IDENTITY = plan.Identity(
     sweep_id="sw", sweep_dir="/results/sw", run_id="r1", git_rev="abc123", repo="/repo", started_at=5.0
 )
@@ -51,10 +44,6 @@ def settings(**kw: Any) -> dict[str, Any]:
 def spec_of(words: list[str]) -> dict[str, Any]:
     """The --speculative-config object of an argv (one word after the flag)."""
     return json.loads(words[words.index("--speculative-config") + 1])
-
-
-def load_flags() -> set[str]:
-    return {line for line in FLAGS.read_text().splitlines() if line.startswith("--")}
 
 
 def test_the_baseline_is_vllm_serve_of_the_model_without_speculation() -> None:
@@ -90,16 +79,12 @@ def test_each_method_carries_its_own_knobs_only(
 
 
 def test_every_rendered_flag_is_one_of_vllm_0_33_0s() -> None:
+    """serve_flags(): `vllm serve`'s flags read from the 0.33.0 wheel (tests/vllm_wheel.py)."""
+    flags = serve_flags()
     full = settings(max_num_seqs=64, api_key="k", levels=[1, 64])
     for config in (make(), make(2), make(4, algorithm="ngram")):
-        flags = {w for w in argv(config, full, 1) if w.startswith("--")}
-        assert flags <= load_flags(), flags - load_flags()
-
-
-def test_the_flag_list_is_vllm_0_33_0s_own() -> None:
-    vllm_file("vllm/entrypoints/common/cli_args.py")
-    root = vllm_file("vllm/engine/arg_utils.py").parents[1]
-    assert set(flags_from_source(root)) == load_flags()
+        rendered = {w for w in argv(config, full, 1) if w.startswith("--")}
+        assert rendered <= flags, rendered - flags
 
 
 def test_vllms_own_rules_accept_every_rendered_speculative_config() -> None:
@@ -345,27 +330,3 @@ def test_plan_only_on_the_example_inventory_prints_each_hosts_vllm_argvs(tmp_pat
     entries = document["hosts"]["vllm-node-1"]["entries"]
     steps = [spec_of(e["argv"])["num_speculative_tokens"] for e in entries if e["config"]["speculative"]]
     assert steps == [1, 2, 3]
-
-
-def flags_from_source(root: Path) -> list[str]:
-    """`vllm serve`'s flags: EngineArgs' add_argument("--...") calls and the frontend's dataclass fields."""
-    flags: set[str] = set()
-    for node in ast.walk(ast.parse((root / "engine" / "arg_utils.py").read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
-            flags |= {
-                a.value for a in node.args
-                if isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.startswith("--")
-            }  # fmt: skip
-    for node in ast.parse((root / "entrypoints" / "common" / "cli_args.py").read_text()).body:
-        if isinstance(node, ast.ClassDef) and node.name in ("BaseFrontendArgs", "FrontendArgs"):
-            flags |= {
-                "--" + s.target.id.replace("_", "-")
-                for s in node.body
-                if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-            }
-    return sorted(flags)
-
-
-if __name__ == "__main__":
-    head = FLAGS.read_text().splitlines()[:3]
-    print("\n".join([*head, *flags_from_source(Path(sys.argv[1]))]))
