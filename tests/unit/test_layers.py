@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "workloads",
         "deployments",
     ),
+    ("metrics",),
 )
 
 
