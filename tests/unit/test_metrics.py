@@ -8,6 +8,7 @@ import typing
 from typing import Any
 
 import msgspec
+import pandas as pd
 import pytest
 from factories import config, fact, run
 
@@ -15,7 +16,7 @@ from analysis import metrics, objectives
 from analysis.facts import load
 from analysis.facts.rows import FROM_FACT, run_numbers, run_rows
 from analysis.facts.schema import Run, ServerLoad, SpecStats
-from analysis.report import compare, metrics_doc
+from analysis.report import compare, metrics_doc, render
 
 LOAD = ServerLoad(
     running_metric="sglang:num_running_reqs", queued_metric="sglang:num_queue_reqs", interval_s=0.5,
@@ -117,3 +118,13 @@ def test_objectives_rank_on_metrics_where_higher_is_better() -> None:
 def test_an_unknown_metric_names_the_known_ones() -> None:
     with pytest.raises(KeyError, match="known: decode_tps"):
         metrics.get("tok_per_s")
+
+
+def test_a_metric_with_a_header_gets_a_terminal_column_after_in_flight() -> None:
+    most = metrics.Metric("server_most", "requests", None, "", "", per_level="max", header="most", fmt=".0f")
+    columns = render.step_columns([most])
+    headers = [h for h, _, _ in columns]
+    assert headers[headers.index("in flight") + 1] == "most"
+    assert [h for h, _, _ in render.COLUMNS] == [h for h in headers if h != "most"]  # none today
+    make = columns[headers.index("most")][2]
+    assert make(pd.DataFrame({"server_most": [47.6, None]})) == ["48", render.MISSING]
