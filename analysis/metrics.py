@@ -128,6 +128,11 @@ METRICS: tuple[Metric, ...] = (
         field="server_load.queued_max", per_level="max", after="server_queued",
     ),
     Metric(
+        "server_running_max", "requests", None, "most in one of the server's samples",
+        "requests the server ran at once at most: its cap (SGLang's max running requests, -np slots)",
+        field="server_load.running_max", per_level="max", after="server_queued_max",
+    ),
+    Metric(
         "goodput_rps", "req/s", "higher", "requests completed within the SLOs / the run's duration",
         "goodput: requests per second within the SLOs (SGLang's definition; needs an SLA)",
         row=False,

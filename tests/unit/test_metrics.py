@@ -67,7 +67,7 @@ def test_each_run_figure_of_the_fact_reaches_its_run_row_as_the_fact_holds_it() 
     assert {name: row[name] for name, _ in FROM_FACT} == {
         "accept_length": 2.5, "achieved_concurrency": 3.9, "server_running": 47.5, "server_queued": 15.5,
         "server_queued_max": 17.0, "accept_rate": 0.66, "drafted": 30, "accepted": 20, "verify_steps": 12,
-        "window_output_tokens": 250.0, "window_requests": 1.5,
+        "window_output_tokens": 250.0, "window_requests": 1.5, "server_running_max": 48.0,
     }  # fmt: skip
     # No server count on a run: its figures are missing, not an error.
     bare = run_rows("f.json", fact(config(2), [run([100.0])]))[0]
