@@ -61,6 +61,7 @@ import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specsweep_kernel import death_cause
 from ansible.module_utils.specsweep_logs import classify_failure, generation_failure, loading_phase
 from ansible.module_utils.specsweep_proc import (
     DEAD_STATES,
@@ -213,8 +214,8 @@ def main() -> None:
         server = watched()
         if server is None:
             lines = log_tail()
-            cause, evidence = classify_failure(lines)
             ended = server_exit(p["pidfile"]) if p["pidfile"] else None
+            cause, evidence = death_cause(classify_failure(lines), ended, record)
             how = f", {describe_exit(ended)}" if ended else ""
             if ended and ended.get("reason"):
                 how += f"; its supervisor stopped it: {ended['reason']}"
