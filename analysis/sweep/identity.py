@@ -94,6 +94,31 @@ def refusal(host: str, holder: dict[str, Any], path: str) -> str:
     )
 
 
+def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str:
+    """Why a host is refused when a process listens on the engine's port (specsweep_lock's
+    port_holder): a leftover of a run that ended (named, with how to stop it) or a stranger's."""
+    who = ", ".join(f"pid {p['pid']} ({p['name']})" for p in held["processes"])
+    if held.get("hidden"):
+        who = f"{who} and a process this user cannot see" if who else "a process this user cannot see"
+    port = f"{host}: port {held['port']} is held by {who}"
+    if held.get("run_id"):
+        sweep = held.get("sweep_id", "?")
+        left = [p for p in held["processes"] if p.get("started_by")]
+        what = "/".join(sorted({p["started_by"] for p in left}))
+        controller = f"{holder.get('controller', '?')} pid {holder.get('pid', '?')}"
+        return (
+            f"{port}, the {what} that run {held['run_id']} of sweep {sweep} started here and did not stop "
+            f"(that run has ended: its controller, {controller}, is gone); nothing "
+            f"was launched and nothing stopped. It is the operator's to stop: `ansible-playbook "
+            f"playbooks/release.yml -e release={sweep} -e target={host}` stops what that run started, "
+            f"or `kill {' '.join(str(p['pid']) for p in left)}` on {host}."
+        )
+    return (
+        f"{port}, a process no specsweep run recorded here; nothing was launched and it was left "
+        "untouched. Stop it, or give the engine another port (llama_server_port, sglang_server_port)."
+    )
+
+
 def git_rev(repo: str | Path) -> str | None:
     """HEAD of the suite's checkout, for provenance; None outside a git checkout."""
     try:

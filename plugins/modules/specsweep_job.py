@@ -61,7 +61,7 @@ from ansible.module_utils.specsweep_proc import (
 )
 from ansible.module_utils.specsweep_supervisor import (
     describe_exit,
-    record_client,
+    record_started,
     renew_lease,
     server_exit,
     server_running,
@@ -152,7 +152,7 @@ def main() -> None:
         record = start(files, p["argv"], p["token"])
         if p["lease_path"]:
             # The lock names the client: a release (an interrupted run's, by hand) stops it first.
-            record_client(p["lease_path"], p["run_id"], record)
+            record_started(p["lease_path"], p["run_id"], "client", record)
 
     def server_exited(ended: dict) -> None:
         stop_group(record, 10.0)  # before reading its output: it may flush on SIGTERM
