@@ -99,7 +99,8 @@ def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str
     port_holder): a leftover of a run that ended (named, with how to stop it) or a stranger's."""
     who = ", ".join(f"pid {p['pid']} ({p['name']})" for p in held["processes"])
     if held.get("hidden"):
-        who = f"{who} and a process this user cannot see" if who else "a process this user cannot see"
+        unseen = "a process not visible here (another user's, or in another pid namespace)"
+        who = f"{who} and {unseen}" if who else unseen
     port = f"{host}: port {held['port']} is held by {who}"
     if held.get("run_id"):
         sweep = held.get("sweep_id", "?")
@@ -108,9 +109,10 @@ def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str
         controller = f"{holder.get('controller', '?')} pid {holder.get('pid', '?')}"
         return (
             f"{port}, the {what} that run {held['run_id']} of sweep {sweep} started here and did not stop "
-            f"(that run has ended: its controller, {controller}, is gone); nothing "
-            f"was launched and nothing stopped. It is the operator's to stop: `ansible-playbook "
-            f"playbooks/release.yml -e release={sweep} -e target={host}` stops what that run started, "
+            f"(that run has ended: its controller, {controller}, is gone or no longer renews its lease); "
+            f"nothing was launched and nothing stopped. It is the operator's to stop: `ansible-playbook "
+            f"playbooks/release.yml -e release={sweep} -e target={host}` (with that sweep's -i and -e "
+            f"release_results_dir where not the defaults) stops what that run started, "
             f"or `kill {' '.join(str(p['pid']) for p in left)}` on {host}."
         )
     return (

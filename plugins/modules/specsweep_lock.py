@@ -11,11 +11,12 @@ description:
     and the result has C(acquired=false), C(holder) and C(holder_age_s) (seconds since the holder last
     renewed its lease, on this host's clock). With O(steal_from) it replaces a holder whose run id is
     O(steal_from) (one the caller found dead), and only that holder.
-  - With O(port), C(acquired) takes no lock while a process listens on O(port) (the engine's): the result
-    has C(acquired=false) and C(port_holder) - the port, the processes holding it (pid and name; C(hidden)
-    when one is not this user's to see) and, when they belong to a server or client the lock's holder
-    recorded (a run that ended without stopping them), that run's C(run_id) and C(sweep_id). A dead
-    holder's lock is then not taken over: it keeps naming what that run left. Nothing is stopped.
+  - With O(port), C(acquired) takes no lock while a process listens on O(port) (the engine's); the result
+    has C(acquired=false) and C(port_holder) - the port, the processes holding it (pid and name;
+    C(hidden) when one is not visible here, another user's or in another pid namespace) and, when they
+    belong to a server or client the lock's holder recorded (a run that ended without stopping them),
+    that run's C(run_id) and C(sweep_id). A dead holder's lock is then not taken over (it keeps naming
+    what that run left). Nothing is stopped.
   - C(released) removes O(path) when O(owner) holds it, after stopping the benchmark client the lock
     records (C(client), see specsweep_job) if it still runs; another run's lock is left alone.
   - C(renewed) touches the mtime of O(path) when O(owner) holds it, the lease a server's supervisor
