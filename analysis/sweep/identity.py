@@ -107,13 +107,20 @@ def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str
         left = [p for p in held["processes"] if p.get("started_by")]
         what = "/".join(sorted({p["started_by"] for p in left}))
         controller = f"{holder.get('controller', '?')} pid {holder.get('pid', '?')}"
+        pids = " ".join(str(p["pid"]) for p in left)
+        if held.get("supervised"):
+            lease = holder.get("lease_s", "?")
+            whose = (
+                f"Its supervisor stops it once that run's lease ({lease} s) runs out; to free the host now"
+            )
+        else:
+            whose = "It is the operator's to stop"
         return (
             f"{port}, the {what} that run {held['run_id']} of sweep {sweep} started here and did not stop "
             f"(that run has ended: its controller, {controller}, is gone or no longer renews its lease); "
-            f"nothing was launched and nothing stopped. It is the operator's to stop: `ansible-playbook "
-            f"playbooks/release.yml -e release={sweep} -e target={host}` (with that sweep's -i and -e "
-            f"release_results_dir where not the defaults) stops what that run started, "
-            f"or `kill {' '.join(str(p['pid']) for p in left)}` on {host}."
+            f"nothing was launched and nothing stopped. {whose}: `ansible-playbook playbooks/release.yml "
+            f"-e release={sweep} -e target={host}` (with that sweep's -i and -e release_results_dir where "
+            f"not the defaults) stops what that run started, or `kill {pids}` on {host}."
         )
     return (
         f"{port}, a process no specsweep run recorded here; nothing was launched and it was left "

@@ -15,8 +15,9 @@ description:
     has C(acquired=false) and C(port_holder) - the port, the processes holding it (pid and name;
     C(hidden) when one is not visible here, another user's or in another pid namespace) and, when they
     belong to a server or client the lock's holder recorded (a run that ended without stopping them),
-    that run's C(run_id) and C(sweep_id). A dead holder's lock is then not taken over (it keeps naming
-    what that run left). Nothing is stopped.
+    that run's C(run_id) and C(sweep_id), and C(supervised) when that server's supervisor still runs
+    (it stops the server once the run's lease runs out). A dead holder's lock is then not taken over
+    (it keeps naming what that run left). Nothing is stopped.
   - C(released) removes O(path) when O(owner) holds it, after stopping the benchmark client the lock
     records (C(client), see specsweep_job) if it still runs; another run's lock is left alone.
   - C(renewed) touches the mtime of O(path) when O(owner) holds it, the lease a server's supervisor
@@ -44,6 +45,7 @@ from ansible.module_utils.specsweep_proc import (
     port_listeners,
     proc_name,
     proc_stat,
+    record_alive,
     write_json_atomic,
 )
 from ansible.module_utils.specsweep_supervisor import renew_lease, stop_client
@@ -87,6 +89,8 @@ def port_holder(port: int | None, holder: dict | None) -> dict | None:
         "hidden": found["hidden"],
         "run_id": holder.get("run_id") if left else None,
         "sweep_id": holder.get("sweep_id") if left else None,
+        # Its supervisor still runs: it stops the server itself once that run's lease runs out.
+        "supervised": left and record_alive((holder or {}).get("server")),
     }
 
 

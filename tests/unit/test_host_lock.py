@@ -58,6 +58,8 @@ def test_a_listener_an_ended_run_recorded_is_named_and_its_lock_kept(
     assert result["acquired"] is False and "failed" not in result, result
     held = result["port_holder"]
     assert (held["run_id"], held["sweep_id"], held["port"]) == ("run-1", "M", port), held
+    # The group's leader (its supervisor, here the listener itself) still runs: the lease stops it.
+    assert held["supervised"] is True, held
     assert held["processes"] == [
         {"pid": child.pid, "name": proc.proc_name(child.pid), "started_by": "server"}
     ]
@@ -68,6 +70,7 @@ def test_a_listener_an_ended_run_recorded_is_named_and_its_lock_kept(
         f"h1: port {port} is held by pid {child.pid} ({proc.proc_name(child.pid)}), the server"
     )
     assert "that run run-1 of sweep M started here and did not stop" in said and "ctl pid 4242" in said
+    assert "Its supervisor stops it once that run's lease (30 s) runs out; to free the host now: " in said
     assert "`ansible-playbook playbooks/release.yml -e release=M -e target=h1`" in said
     assert f"`kill {child.pid}` on h1" in said
 
