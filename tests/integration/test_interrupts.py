@@ -267,7 +267,8 @@ def test_a_server_an_ended_run_left_on_the_port_is_refused_at_preflight_naming_i
     )
     assert said in out, out[-3000:]
     # Its supervisor is gone too: nothing of the run will stop it.
-    todo = f"It is the operator's to stop: `ansible-playbook playbooks/release.yml -e release=E -e target={HOST}`"
+    release_cmd = f"playbooks/release.yml -e release=E -e target={HOST}"
+    todo = f"It is the operator's to stop: `ansible-playbook {release_cmd}"
     assert todo in out, out[-3000:]
     assert "launching" not in out and second.facts() == {}, out[-3000:]
     # Nothing was stopped, and the ended run's lock still names what it left.
