@@ -97,7 +97,10 @@ def refusal(host: str, holder: dict[str, Any], path: str) -> str:
 def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str:
     """Why a host is refused when a process listens on the engine's port (specsweep_lock's
     port_holder): a leftover of a run that ended (named, with how to stop it) or a stranger's."""
-    who = ", ".join(f"pid {p['pid']} ({p['name']})" for p in held["processes"])
+    who = ", ".join(
+        f"pid {p['pid']} ({p['name']}{', in ' + p['unit'] if p.get('unit') else ''})"
+        for p in held["processes"]
+    )
     if held.get("hidden"):
         unseen = "a process not visible here (another user's, or in another pid namespace)"
         who = f"{who} and {unseen}" if who else unseen
@@ -122,9 +125,11 @@ def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str
             f"-e release={sweep} -e target={host}` (with that sweep's -i and -e release_results_dir where "
             f"not the defaults) stops what that run started, or `kill {pids}` on {host}."
         )
+    units = sorted({p["unit"] for p in held["processes"] if p.get("unit")})
+    stop = f"`systemctl stop {' '.join(units)}`" if units else "it"
     return (
         f"{port}, a process no specsweep run recorded here; nothing was launched and it was left "
-        "untouched. Stop it, or give the engine another port (llama_server_port, sglang_server_port)."
+        f"untouched. Stop {stop}, or give the engine another port (llama_server_port, sglang_server_port)."
     )
 
 

@@ -223,3 +223,19 @@ def proc_name(pid: int) -> str:
             return f.read().strip()
     except OSError:
         return "?"
+
+
+def service_of(cgroup: str) -> str | None:
+    """The systemd service a /proc/<pid>/cgroup text places its process in, None outside one."""
+    paths = [line.split(":", 2)[-1] for line in cgroup.splitlines()]
+    units = [part for path in paths for part in path.split("/") if part.endswith(".service")]
+    return units[-1] if units else None
+
+
+def proc_unit(pid: int) -> str | None:
+    """The systemd service `pid` runs in, None outside one (or once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
+            return service_of(f.read())
+    except OSError:
+        return None

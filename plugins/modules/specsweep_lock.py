@@ -12,8 +12,9 @@ description:
     renewed its lease, on this host's clock). With O(steal_from) it replaces a holder whose run id is
     O(steal_from) (one the caller found dead), and only that holder.
   - With O(port), C(acquired) takes no lock while a process listens on O(port) (the engine's); the result
-    has C(acquired=false) and C(port_holder) - the port, the processes holding it (pid and name;
-    C(hidden) when one is not visible here, another user's or in another pid namespace) and, when they
+    has C(acquired=false) and C(port_holder) - the port, the processes holding it (pid, name and the
+    systemd service it runs in; C(hidden) when one is not visible here, another user's or in another
+    pid namespace) and, when they
     belong to a server or client the lock's holder recorded (a run that ended without stopping them),
     that run's C(run_id) and C(sweep_id), and C(supervised) when that server's supervisor still runs
     (it stops the server once the run's lease runs out). A dead holder's lock is then not taken over
@@ -45,6 +46,7 @@ from ansible.module_utils.specsweep_proc import (
     port_listeners,
     proc_name,
     proc_stat,
+    proc_unit,
     record_alive,
     write_json_atomic,
 )
@@ -80,7 +82,8 @@ def port_holder(port: int | None, holder: dict | None) -> dict | None:
     if not found["pids"] and not found["hidden"]:
         return None
     processes = [
-        {"pid": pid, "name": proc_name(pid), "started_by": started_by(pid, holder)} for pid in found["pids"]
+        {"pid": pid, "name": proc_name(pid), "unit": proc_unit(pid), "started_by": started_by(pid, holder)}
+        for pid in found["pids"]
     ]
     left = holder is not None and any(p["started_by"] for p in processes)
     return {

@@ -60,15 +60,12 @@ def test_a_listener_an_ended_run_recorded_is_named_and_its_lock_kept(
     assert (held["run_id"], held["sweep_id"], held["port"]) == ("run-1", "M", port), held
     # The group's leader (its supervisor, here the listener itself) still runs: the lease stops it.
     assert held["supervised"] is True, held
-    assert held["processes"] == [
-        {"pid": child.pid, "name": proc.proc_name(child.pid), "started_by": "server"}
-    ]
+    name = proc.proc_name(child.pid)
+    assert held["processes"] == [{"pid": child.pid, "name": name, "unit": None, "started_by": "server"}]
     assert json.loads(path.read_text()) == ended, "the ended run's lock (its record) is kept"
     assert child.poll() is None, "nothing is stopped"
     said = identity.port_refusal("h1", held, result["holder"])
-    assert said.startswith(
-        f"h1: port {port} is held by pid {child.pid} ({proc.proc_name(child.pid)}), the server"
-    )
+    assert said.startswith(f"h1: port {port} is held by pid {child.pid} ({name}), the server")
     assert "that run run-1 of sweep M started here and did not stop" in said and "ctl pid 4242" in said
     assert "Its supervisor stops it once that run's lease (30 s) runs out; to free the host now: " in said
     assert "`ansible-playbook playbooks/release.yml -e release=M -e target=h1`" in said
@@ -98,3 +95,11 @@ def test_a_free_port_takes_the_lock_and_a_dead_runs_lock_over(tmp_path: Path) ->
     result = acquire(path, port, steal_from="run-1")
     assert result["acquired"] is True and "port_holder" not in result, result
     assert json.loads(path.read_text())["run_id"] == "run-2"
+
+
+def test_a_stranger_in_a_systemd_service_is_named_with_the_command_that_stops_it() -> None:
+    process = {"pid": 77, "name": "python3", "unit": "specsweep-server-8080.service", "started_by": None}
+    held = {"port": 8080, "hidden": False, "run_id": None, "processes": [process]}
+    said = identity.port_refusal("h1", held, {})
+    assert said.startswith("h1: port 8080 is held by pid 77 (python3, in specsweep-server-8080.service), a ")
+    assert "Stop `systemctl stop specsweep-server-8080.service`, or give the engine another port" in said

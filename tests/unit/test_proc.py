@@ -281,3 +281,11 @@ def test_port_listeners_name_the_process_holding_a_real_listener() -> None:
         child.kill()
         child.wait()
     assert proc.port_listeners(port) == {"pids": [], "hidden": False}
+
+
+def test_the_service_of_a_process_is_read_from_its_cgroup_in_v2_and_v1_layouts() -> None:
+    unit = "/system.slice/specsweep-server-8080.service"
+    assert proc.service_of(f"0::{unit}\n") == "specsweep-server-8080.service"
+    assert proc.service_of(f"12:memory:{unit}\n1:name=systemd:{unit}\n") == "specsweep-server-8080.service"
+    assert proc.service_of("0::/user.slice/user-0.slice/session-3.scope\n") is None
+    assert proc.service_of("9:name=systemd:/\n8:pids:/\n") is None  # this machine: no systemd
