@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from memcg import HOG, memory_cgroup
 from plugin_loader import load_plugin
 
 kernel = load_plugin("plugins/module_utils/specsweep_kernel.py")
@@ -59,25 +60,13 @@ def test_a_system_wide_oom_kill_read_from_the_journal_is_found() -> None:
     assert line[1].startswith("Out of memory: Killed process 4242 (llama-server) total-vm:")
 
 
-def memory_cgroup(name: str) -> Path:
-    """A fresh memory cgroup (v2 where the memory controller is there, else v1) limited to 64 MiB."""
-    root = Path("/sys/fs/cgroup")
-    controllers = root / "cgroup.controllers"
-    v2 = controllers.exists() and "memory" in controllers.read_text().split()
-    group = root / name if v2 else root / "memory" / name
-    group.mkdir()
-    (group / ("memory.max" if v2 else "memory.limit_in_bytes")).write_text(str(64 << 20))
-    if not v2:
-        (group / "memory.swappiness").write_text("0")  # the kill, not swapping
-    return group
-
-
 @pytest.fixture
 def oom_killed() -> Iterator[dict]:
     """The pid record of a process the kernel's OOM killer ended in a 64 MiB memory cgroup."""
     group = memory_cgroup(f"specsweep-test-{os.getpid()}")
-    hog = "import sys\nsys.stdin.read(1)\nheld = []\nwhile True:\n    held.append(bytearray(16 << 20))\n"
-    child = subprocess.Popen([sys.executable, "-c", hog], stdin=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nsys.stdin.read(1)\n" + HOG], stdin=subprocess.PIPE
+    )
     try:
         start_ticks = proc.proc_start_ticks(child.pid)
         (group / "cgroup.procs").write_text(str(child.pid))
