@@ -14,11 +14,10 @@ description:
   - With O(port), C(acquired) takes no lock while a process listens on O(port) (the engine's); the result
     has C(acquired=false) and C(port_holder) - the port, the processes holding it (pid, name and the
     systemd service it runs in; C(hidden) when one is not visible here, another user's or in another
-    pid namespace) and, when they
-    belong to a server or client the lock's holder recorded (a run that ended without stopping them),
-    that run's C(run_id) and C(sweep_id), and C(supervised) when that server's supervisor still runs
-    (it stops the server once the run's lease runs out). A dead holder's lock is then not taken over
-    (it keeps naming what that run left). Nothing is stopped.
+    pid namespace) and, when they belong to a server or client the lock's holder recorded (a run that
+    ended without stopping them), that run's C(run_id) and C(sweep_id), and C(supervised) when that
+    server's supervisor still runs (it stops the server once the run's lease runs out). A dead holder's
+    lock is then not taken over (it keeps naming what that run left). Nothing is stopped.
   - C(released) removes O(path) when O(owner) holds it, after stopping the benchmark client the lock
     records (C(client), see specsweep_job) if it still runs; another run's lock is left alone.
   - C(renewed) touches the mtime of O(path) when O(owner) holds it, the lease a server's supervisor
