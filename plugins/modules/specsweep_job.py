@@ -20,8 +20,8 @@ description:
     stopped and the call fails with C(cause=server_exited), or the cause its log names (specsweep_logs, e.g.
     C(out_of_memory)), or C(oom_killed) when the kernel's OOM killer names it (specsweep_kernel), a C(msg)
     that gives the server's exit status or signal, the command's last progress line (the level it measured)
-    and that line, C(exit), C(log_tail) (of O(server_log)), and what the
-    command printed so far (specsweep_bench.py prints its finished runs when stopped).
+    and the log's (or the kernel's) line, C(exit), C(log_tail) (of O(server_log)), and what the command
+    printed so far (specsweep_bench.py prints its finished runs when stopped).
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server), and the
     first records the client's pid record in it (C(client)); releasing the lock stops the client first.
 options:
