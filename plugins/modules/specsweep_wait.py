@@ -46,7 +46,9 @@ ready: {type: bool, description: The server answers health and generates.}
 cause:
   type: str
   returned: failed
-  description: What the log shows for a server that exited (specsweep_logs), hung, or timeout.
+  description: >-
+    What the log shows for a server that exited (specsweep_logs), oom_killed when the kernel's OOM
+    killer ended it (specsweep_kernel), hung, or timeout.
 exit: {type: dict, returned: exited, description: The supervisor's exit record (returncode, signal...).}
 process_state: {type: str, returned: a stopped process, description: Its /proc state letter.}
 response: {type: str, returned: generation_error, description: The body of that 5xx answer.}
