@@ -14,19 +14,16 @@ import itertools
 import json
 import logging
 import math
-import subprocess
 import sys
 import types
-import zipfile
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from cachelock import cache_lock
+from wheels import ROOT, unpacked
 
-ROOT = Path(__file__).resolve().parents[1] / ".cache"
 VERSION = "0.5.23"
 CACHE = ROOT / f"sglang-{VERSION}"
 
@@ -34,31 +31,7 @@ CACHE = ROOT / f"sglang-{VERSION}"
 def sglang_source(*parts: str, version: str = VERSION) -> Path:
     """The unpacked `sglang` package of release `version` with at least `parts` (paths or folder
     prefixes in the wheel, e.g. "sglang/srt/") present; returns the package folder."""
-    cache = ROOT / f"sglang-{version}"
-    # A marker per part: a folder can exist with only the part of it an earlier caller asked for.
-    done = {p: cache / "extracted" / p.strip("/").replace("/", "%") for p in parts}
-    with cache_lock(f"sglang-{version}"):
-        _extract(version, [p for p, marker in done.items() if not marker.exists()], done)
-    return cache / "sglang"
-
-
-def _extract(version: str, missing: list[str], done: dict[str, Path]) -> None:
-    """Unpack the `missing` parts from the wheel (downloaded first if absent), marking each done."""
-    if not missing:
-        return
-    cache = ROOT / f"sglang-{version}"
-    wheels = cache / "wheel"
-    if not list(wheels.glob(f"sglang-{version}-*.whl")):
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-             "--dest", str(wheels), f"sglang=={version}"],
-            check=True,
-        )  # fmt: skip
-    with zipfile.ZipFile(next(wheels.glob(f"sglang-{version}-*.whl"))) as whl:
-        whl.extractall(cache, [n for n in whl.namelist() if n.startswith(tuple(missing))])
-    for p in missing:
-        done[p].parent.mkdir(exist_ok=True)
-        done[p].touch()
+    return unpacked("sglang", version, parts) / "sglang"
 
 
 # What the loader and the classes that use it need from the rest of sglang (the module imports

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.engines import vllm_spec
 from analysis.report.compare import GROUP, is_baseline, verdict_ci
 from analysis.stats import straddles_zero
 from analysis.sweep.config import ADAPTIVE_ALGORITHMS, parse_id
@@ -296,11 +297,7 @@ def adaptive_schedule(step: pd.DataFrame) -> tuple[dict[str, dict[str, list[int]
     it); candidate_steps: the best step count and those within noise of it, 0 for the baseline. One
     file serves one model: over several hosts or sweeps, a level's steps are the union of theirs.
     """
-    t = _levels(step)
-    models = t[["engine", "model"]].drop_duplicates()
-    if len(models) > 1:
-        names = ", ".join(f"{e} {m}" for e, m in models.itertuples(index=False))
-        raise ScheduleError(f"an adaptive config serves one model; these results hold {names}")
+    t = _one_model(step, "an adaptive config")
     warnings = []
     engines = set(t["engine"])
     algorithms = {str(a).upper() for a in t.loc[t["speculative"].astype(bool), "algorithm"].dropna()}
@@ -310,10 +307,59 @@ def adaptive_schedule(step: pd.DataFrame) -> tuple[dict[str, dict[str, list[int]
             f"are {', '.join(sorted(engines))} {', '.join(sorted(algorithms)) or ''}".rstrip()
         )
     choices = step_choices(step, adaptive_ready=True)
-    missing = sorted(set(t["concurrency"].astype(int)) - set(choices["concurrency"].astype(int)))
-    if missing:
-        warnings.append(f"no eligible config at concurrency {', '.join(map(str, missing))}: left out")
-    if choices.empty:
-        raise ScheduleError("no concurrency level has a config that completed and met the SLA")
+    warnings += _left_out(t, choices["concurrency"])
     union = choices.groupby("concurrency")["candidates"].agg(lambda s: sorted(set().union(*s)))
     return {str(int(c)): {"candidate_steps": steps} for c, steps in union.items()}, warnings
+
+
+def dynamic_schedule(step: pd.DataFrame) -> tuple[dict[str, Any], list[str]]:
+    """vLLM's Dynamic SD part of --speculative-config from the recommendation, and warnings.
+
+    Per level, the step count of the config `recommend` names (0 where the baseline is the answer),
+    as num_speculative_tokens_per_batch_size (analysis.engines.vllm_spec.dynamic_config). vLLM takes
+    one step count per batch size: where host groups answer a level differently, the fewest steps
+    (speculation shown to pay in every group). One schedule runs one speculative method.
+    """
+    t = _one_model(step, "a Dynamic SD schedule")
+    warnings = []
+    engines = set(t["engine"])
+    if engines != {"vllm"}:
+        warnings.append(f"vLLM's Dynamic SD schedule, from {', '.join(sorted(engines))} results")
+    rows = t[[*LEVEL, "config", "_steps", "algorithm"]]
+    chosen = recommend(step)[[*LEVEL, "config"]].merge(rows, on=[*LEVEL, "config"]).dropna(subset="_steps")
+    speculating = chosen[chosen["_steps"] > 0]
+    methods = sorted({str(m) for m in speculating["algorithm"].dropna()})
+    if len(methods) > 1:
+        picked = "; ".join(f"{m} at {', '.join(str(int(c)) for c in sorted(set(p['concurrency'])))}"
+                           for m, p in speculating.groupby("algorithm"))  # fmt: skip
+        raise ScheduleError(f"a Dynamic SD schedule runs one speculative method; the answer picks {picked}")
+    steps = chosen.groupby("concurrency")["_steps"].agg(["min", "max"])
+    split = steps.index[steps["min"] != steps["max"]]
+    if len(split):
+        levels = ", ".join(str(int(c)) for c in split)
+        warnings.append(f"host groups answer concurrency {levels} differently: the fewest steps taken")
+    warnings += _left_out(t, chosen["concurrency"])
+    warnings += vllm_spec.dynamic_notes(methods[0] if methods else None)
+    try:
+        schedule = vllm_spec.dynamic_config({int(c): int(k) for c, k in steps["min"].items()})
+    except vllm_spec.SpecConfigError as exc:
+        raise ScheduleError(str(exc)) from exc
+    return schedule, warnings
+
+
+def _one_model(step: pd.DataFrame, schedule: str) -> pd.DataFrame:
+    """The measured rows (as _levels), refused when they hold several models: a schedule serves one."""
+    t = _levels(step)
+    models = t[["engine", "model"]].drop_duplicates()
+    if len(models) > 1:
+        names = ", ".join(f"{e} {m}" for e, m in models.itertuples(index=False))
+        raise ScheduleError(f"{schedule} serves one model; these results hold {names}")
+    return t
+
+
+def _left_out(t: pd.DataFrame, answered: pd.Series) -> list[str]:
+    """A warning naming the measured levels with no answer; ScheduleError when none has one."""
+    if answered.empty:
+        raise ScheduleError("no concurrency level has a config that completed and met the SLA")
+    missing = sorted(set(t["concurrency"].astype(int)) - set(answered.astype(int)))
+    return [f"no eligible config at concurrency {', '.join(map(str, missing))}: left out"] if missing else []

@@ -1,7 +1,9 @@
-"""`recommend` subcommand: the config to deploy per load level, and SGLang's adaptive config file.
+"""`recommend` subcommand: the config to deploy per load level, and the schedule files (SGLang's
+adaptive config, vLLM's Dynamic SD schedule).
 
     python -m analysis recommend DIR [DIR...] [--format text|markdown|json] [--objective NAME]
-        [--sla-ttft-p99-ms N] [--sla-itl-p99-ms N] [--adaptive-config FILE] [--mix chat=0.7,code=0.3]
+        [--sla-ttft-p99-ms N] [--sla-itl-p99-ms N] [--adaptive-config FILE] [--vllm-dynamic-config FILE]
+        [--mix chat=0.7,code=0.3]
 
 JSON: one object per host group (sweep, host, engine, model; see analysis.report.recommend for
 why), the object itself when there is one group, a list of them when there are several:
@@ -30,8 +32,8 @@ spread measured on the reference machine; see analysis.report.compare.LAUNCH_CV_
 Results measured with named workloads (-e workloads=...) add per host group
     "mix": {"chat": 0.7, "code": 0.3}, "by_workload": {"chat": {"by_concurrency": {...}}, ...}
 and the top-level by_concurrency is then the answer for the mix (analysis.report.mix; --mix, else
-the sweep's -e mix, else equal shares of the workloads measured), which --adaptive-config also
-writes the schedule for.
+the sweep's -e mix, else equal shares of the workloads measured), which --adaptive-config and
+--vllm-dynamic-config also write the schedule for.
 """
 
 from __future__ import annotations
@@ -51,7 +53,14 @@ from analysis.report import mix
 from analysis.report.cli import build_tables, ranking
 from analysis.report.compare import HOST_KEYS
 from analysis.report.deploy import recommend_blocks
-from analysis.report.recommend import HOST_GROUP, ScheduleError, adaptive_schedule, adaptive_table, recommend
+from analysis.report.recommend import (
+    HOST_GROUP,
+    ScheduleError,
+    adaptive_schedule,
+    adaptive_table,
+    dynamic_schedule,
+    recommend,
+)
 from analysis.report.render import layout
 from analysis.report.sla import Sla, add_sla_options
 from analysis.sweep.mix import MixError
@@ -59,6 +68,11 @@ from analysis.sweep.mix import MixError
 EXIT_OK = 0
 EXIT_USAGE = 2
 FORMATS = ("text", "markdown", "json")
+# The schedule files recommend writes: (option's dest, option, maker from the step table).
+SCHEDULES = (
+    ("adaptive_config", "--adaptive-config", adaptive_schedule),
+    ("vllm_dynamic_config", "--vllm-dynamic-config", dynamic_schedule),
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -79,6 +93,12 @@ def add_parser(subparsers: Any) -> None:
         "--adaptive-config", type=Path, metavar="FILE",
         help="also write SGLang's --speculative-adaptive-config: per measured concurrency, the best step "
         "count and those within noise of it (0: no speculation)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--vllm-dynamic-config", type=Path, metavar="FILE",
+        help="also write vLLM's Dynamic SD schedule (num_speculative_tokens_per_batch_size, with "
+        "num_speculative_tokens) to merge into --speculative-config: per measured concurrency, the "
+        "recommended config's step count (0: no speculation)",
     )  # fmt: skip
     parser.add_argument(
         "--mix", metavar="W=SHARE,...",
@@ -191,7 +211,7 @@ def _key(row: dict[str, Any], columns: list[str]) -> tuple[Any, ...]:
 
 
 def write_schedule(path: Path, schedule: dict[str, Any]) -> None:
-    """Write the adaptive config atomically, levels in numeric order (SGLang reads it at start)."""
+    """Write a schedule file atomically, levels in numeric order (the engine reads it at start)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(schedule, indent=2) + "\n", encoding="utf-8")
@@ -199,7 +219,7 @@ def write_schedule(path: Path, schedule: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load, recommend, print; write the adaptive config if asked (exit 2 when it cannot be made)."""
+    """Load, recommend, print; write the schedule files asked for (exit 2 when one cannot be made)."""
     try:
         sla, objective = ranking(args)
     except objectives.ObjectiveError as exc:
@@ -227,15 +247,17 @@ def run(args: argparse.Namespace) -> int:
         if mixed is not None:
             blocks += recommend_blocks(mixed, adaptive.iloc[0:0], sla)
         sys.stdout.write(layout(blocks, args.format))
-    if args.adaptive_config is None:
-        return EXIT_OK
-    try:
-        schedule, warnings = adaptive_schedule(mix_step)
-    except ScheduleError as exc:
-        print(f"analysis recommend: --adaptive-config: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    for warning in warnings:
-        print(f"analysis recommend: warning: {warning}", file=sys.stderr)
-    write_schedule(args.adaptive_config, schedule)
-    print(f"wrote {args.adaptive_config}", file=sys.stderr)
+    for dest, option, make in SCHEDULES:
+        path = getattr(args, dest)
+        if path is None:
+            continue
+        try:
+            schedule, warnings = make(mix_step)
+        except ScheduleError as exc:
+            print(f"analysis recommend: {option}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        for warning in warnings:
+            print(f"analysis recommend: warning: {warning}", file=sys.stderr)
+        write_schedule(path, schedule)
+        print(f"wrote {path}", file=sys.stderr)
     return EXIT_OK

@@ -1,7 +1,8 @@
 """Reading an inference server's log and answers: loading phase and failure cause (stdlib only).
 
 Patterns are the engines' own messages (llama.cpp server, SGLang 0.5.x
-`srt/model_executor`, `srt/entrypoints`), most specific first.
+`srt/model_executor`, `srt/entrypoints`, vLLM 0.33.0 `v1/core`, `v1/worker`, `config`), most
+specific first.
 """
 
 from __future__ import annotations
@@ -21,6 +22,14 @@ FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             "out_of_memory",
             r"Not enough memory|out of memory|OutOfMemoryError|failed to allocate",
         ),
+        # vLLM's own words: the weights (v1/worker/gpu_model_runner.py load_model), the KV cache
+        # (v1/core/kv_cache_planning.py _check_enough_kv_cache_memory), the startup budget
+        # (v1/worker/utils.py request_memory).
+        (
+            "out_of_memory",
+            r"not enough GPU memory|No available memory for the cache blocks"
+            r"|KV cache is needed, which is larger than the available|is less than desired GPU memory",
+        ),
         ("cuda_graph_capture", r"Capture [\w -]*cuda graph failed|CUDA graph capture failed"),
         (
             "nccl",
@@ -37,6 +46,9 @@ FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"failed to load model|No such file or directory|is not a valid model|not a local folder"
             r"|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
         ),
+        # vLLM refused its --speculative-config: pydantic's header over SpeculativeConfig's own
+        # ValueError (vllm/config/speculative.py; analysis.engines.vllm_spec checks it at plan time).
+        ("bad_speculative_config", r"validation errors? for SpeculativeConfig"),
         ("bad_argument", r"error: (unrecognized|argument|ambiguous)|invalid choice"),
         ("python_exception", r"^\w+(\.\w+)*(Error|Exception): "),
     )

@@ -131,6 +131,29 @@ def sglang_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
     }
 
 
+def openai_body(prompt: str, max_tokens: int) -> Doc:
+    """vLLM /v1/completions body (vllm/entrypoints/openai/completion/protocol.py CompletionRequest):
+    greedy, fixed length (ignore_eos), streamed, usage on the last chunk."""
+    return {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
+            "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
+
+
+def openai_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
+    """OpenAI completion chunk -> (new text, counters once the usage chunk came). vLLM streams no
+    speculative counters per request: its run figures are the server's own (specsweep_serverload)."""
+    _check_error(event)
+    choices = event.get("choices") or []
+    first = choices[0] if choices and isinstance(choices[0], dict) else {}
+    usage = event.get("usage") or {}
+    if not usage:
+        return first.get("text") or "", None
+    return first.get("text") or "", {
+        "output_tokens": _int(usage.get("completion_tokens")),
+        "input_tokens": _int(usage.get("prompt_tokens")),
+        "drafted": None, "accepted": None, "verify_steps": None,
+    }  # fmt: skip
+
+
 def chat_body(engine: str, messages: list[Doc], max_tokens: int) -> Doc:
     """/v1/chat/completions body: the server applies the model's own chat template; greedy, fixed
     length, streamed, with the engine's per-request counters asked for."""
@@ -138,6 +161,8 @@ def chat_body(engine: str, messages: list[Doc], max_tokens: int) -> Doc:
             "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
     if engine == "llama_cpp":
         return {**body, "cache_prompt": False}
+    if engine == "vllm":
+        return body  # its counters are server-wide (specsweep_serverload.SPEC_COUNTERS)
     return {**body, "return_spec_tokens_details": True}
 
 
@@ -171,8 +196,9 @@ def chat_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
 ADAPTERS = {
     "llama_cpp": ("/completion", llama_body, llama_feed),
     "sglang": ("/generate", sglang_body, sglang_feed),
+    "vllm": ("/v1/completions", openai_body, openai_feed),
 }
-CHAT_PATH = "/v1/chat/completions"  # both engines, with the model's own template
+CHAT_PATH = "/v1/chat/completions"  # every engine, with the model's own template
 
 
 def consume_stream(
@@ -608,6 +634,14 @@ def server_info(client: Client) -> tuple[str | None, Doc]:
         version = props.get("build_info")
         if version and "unknown" in version:
             version = None  # xllamacpp's build says "b0-unknown": the role's pin is better
+    elif client.engine == "vllm":
+        # GET /version (vllm/entrypoints/serve/instrumentator/basic.py show_version): {"version": ...}
+        found = client.get_json("/version")
+        version = found.get("version") if isinstance(found, dict) else None
+        models = client.get_json("/v1/models")
+        data = models.get("data") if isinstance(models, dict) else None
+        first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+        info = {k: first[k] for k in ("id", "root", "max_model_len") if k in first}
     else:
         return sglang_server_facts(client.get_json("/server_info") or client.get_json("/get_server_info"))
     return (None if version is None else str(version)), info
@@ -807,6 +841,8 @@ def main(argv: list[str] | None = None) -> int:
                 run["interference"] = watch.end()
                 # The server's running and queued requests inside the window (None: no figure).
                 run["server_load"] = probe.window(run["window_start_at"], run["window_end_at"])
+                # An engine that counts speculation only server-wide: its counters over the window.
+                run["spec"] = probe.spec(run["window_start_at"], run["window_end_at"]) or run["spec"]
                 if workload is not None:
                     run["workload"] = workload
                 if all(r["error"] for r in run["requests"]):

@@ -18,6 +18,18 @@ Where the figures come from: each engine's Prometheus endpoint, GET /metrics on 
   processing a request) and `llamacpp:requests_deferred` (requests waiting for a free slot), the
   /metrics handler of tools/server/server-context.cpp (server.cpp in older trees; documented in
   tools/server/README.md, "GET /metrics"); answered by the server loop, so current to a step.
+- vLLM (always on): the gauges `vllm:num_requests_running` ("Number of requests in model execution
+  batches.") and `vllm:num_requests_waiting` ("Number of requests waiting to be processed.") of
+  PrometheusStatLogger (vllm/v1/metrics/loggers.py, 0.33.0), labels model_name and engine (one series
+  per engine core: data parallelism sums them).
+
+vLLM gives no per-request speculative counters in its stream, so for it the run's SpecStats come from
+/metrics too: the difference, over the measured window, of the counters SpecDecodingProm defines
+(vllm/v1/spec_decode/metrics.py, 0.33.0): `vllm:spec_decode_num_drafts` (verify steps that had
+drafts), `..._num_draft_tokens`, `..._num_accepted_tokens` and `..._num_accepted_tokens_per_pos`
+(label position 0..K-1), exposed by prometheus_client with the counter suffix `_total`. They count
+every request the server verified in the window (the ramp and drain ones too), where the stream
+counters of the other engines count the requests wholly inside it.
 
 Sampling must not disturb the measurement: one thread, a read every INTERVAL_S with a short
 timeout, and any failure (no metrics flag, a refused connection, text it cannot parse) is a missing
@@ -40,7 +52,15 @@ TIMEOUT_S = 2.0  # per read: a server too busy to answer in time gives no sample
 METRICS = {
     "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs"),
     "llama_cpp": ("llamacpp:requests_processing", "llamacpp:requests_deferred"),
+    "vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
 }
+# The speculative counters per engine that counts them only server-wide (the client's --engine):
+# (verify steps, drafted tokens, accepted tokens, accepted tokens by draft position).
+SPEC_COUNTERS = {
+    "vllm": ("vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
+             "vllm:spec_decode_num_accepted_tokens_total",
+             "vllm:spec_decode_num_accepted_tokens_per_pos_total"),
+}  # fmt: skip
 _LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})?\s+(\S+)')
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 Sample = tuple[dict[str, str], float]  # (labels, value)
@@ -83,6 +103,46 @@ def counts(engine: str, text: str) -> tuple[float, float] | None:
     return None if None in pair else (pair[0], pair[1])
 
 
+def spec_counters(engine: str, text: str) -> tuple[float, float, float, list[float]] | None:
+    """(steps, drafted, accepted, accepted by position) summed over the server's engine cores from
+    one /metrics text; None where the engine has no such counters or a count is missing."""
+    if engine not in SPEC_COUNTERS:
+        return None
+    names = SPEC_COUNTERS[engine]
+    found = parse_prometheus(text, names)
+    steps, drafted, accepted = (total(found.get(n, [])) for n in names[:3])
+    by_position: dict[int, float] = {}
+    for labels, value in found.get(names[3], []):
+        if labels.get("position", "").isdigit() and math.isfinite(value):
+            position = int(labels["position"])
+            by_position[position] = by_position.get(position, 0.0) + value
+    if steps is None or drafted is None or accepted is None:
+        return None
+    return steps, drafted, accepted, [by_position.get(k, 0.0) for k in range(len(by_position))]
+
+
+def spec_window(samples: list[tuple[float, tuple]], opens: float, closes: float) -> dict | None:
+    """The SpecStats dict of the counters' growth between the first and the last sample taken in
+    [opens, closes]; None with fewer than two samples there, or when they did not grow (a restart)."""
+    inside = [c for t, c in samples if opens <= t <= closes]
+    if len(inside) < 2:
+        return None
+    (s0, d0, a0, p0), (s1, d1, a1, p1) = inside[0], inside[-1]
+    steps, drafted, accepted = int(s1 - s0), int(d1 - d0), int(a1 - a0)
+    if min(steps, drafted, accepted) < 0:
+        return None
+    # A draft's tokens are accepted as a prefix: position k accepted in a step means 0..k-1 were too,
+    # so steps that accepted exactly k = (accepted at k-1) - (accepted at k), position -1 being all.
+    grew = [int(b - (p0[k] if k < len(p0) else 0.0)) for k, b in enumerate(p1)]
+    reach = [steps, *grew]
+    histogram = [reach[k] - (reach[k + 1] if k + 1 < len(reach) else 0) for k in range(len(reach))]
+    return {"drafted": drafted, "accepted": accepted, "verify_steps": steps,
+            # vLLM's mean acceptance length, the bonus token counted (SpecDecodingProm's docstring).
+            "accept_length": 1 + accepted / steps if steps else None,
+            "accept_rate": accepted / drafted if drafted else None,
+            "accepted_histogram": histogram if grew and steps else None}  # fmt: skip
+
+
 def summarize(samples: list[tuple[float, float, float]], opens: float, closes: float) -> dict | None:
     """The ServerLoad dict of the (time, running, queued) samples taken in [opens, closes], or None
     when none was (no metrics, or a window shorter than the interval)."""
@@ -107,6 +167,7 @@ class Probe:
         self.host, self.port, self.headers, self.timeout_s = host, port, headers, timeout_s
         self.read = read or self._get
         self.samples: list[tuple[float, float, float]] = []
+        self.spec_samples: list[tuple[float, tuple]] = []  # (time, spec_counters) where the engine has them
         self._stop = threading.Event()
         self._lock = threading.Lock()
 
@@ -129,17 +190,21 @@ class Probe:
             sent = self.clock()
             text = self.read()
             got = counts(self.engine, text) if text is not None else None
+            spec = spec_counters(self.engine, text) if text is not None else None
             with self._lock:
                 if stop.is_set():
                     return
-                if got is not None:  # stamped midway: the gauges were read somewhere in the round trip
-                    samples.append(((sent + self.clock()) / 2, *got))
+                at = (sent + self.clock()) / 2  # stamped midway: read somewhere in the round trip
+                if got is not None:
+                    samples.append((at, *got))
+                if spec is not None:
+                    self.spec_samples.append((at, spec))
             if stop.wait(self.interval_s):  # the sampling cadence; stop() ends the wait
                 return
 
     def start(self) -> None:
         """Begin sampling into a fresh list."""
-        self._stop, self.samples = threading.Event(), []
+        self._stop, self.samples, self.spec_samples = threading.Event(), [], []
         threading.Thread(target=self._loop, args=(self._stop, self.samples), daemon=True).start()
 
     def stop(self) -> None:
@@ -157,3 +222,10 @@ class Probe:
             running, queued = METRICS[self.engine]
             found.update({"interval_s": self.interval_s, "running_metric": running, "queued_metric": queued})
         return found
+
+    def spec(self, opens: Any, closes: Any) -> dict | None:
+        """The SpecStats dict of the window from the server's own counters (engines in SPEC_COUNTERS;
+        None for the others, and where the window holds fewer than two samples)."""
+        if not isinstance(opens, (int, float)) or not isinstance(closes, (int, float)):
+            return None
+        return spec_window(self.spec_samples, opens, closes)

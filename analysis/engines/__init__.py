@@ -1,0 +1,1 @@
+"""The engines specsweep sweeps (contents owned by the engine interface work)."""
