@@ -43,6 +43,8 @@ def prepare_server_args(argv):
     parser.add_argument("--max-running-requests", type=int)
     parser.add_argument("--speculative-eagle-topk", type=int)
     parser.add_argument("--api-key")
+    parser.add_argument("--cuda-graph-max-bs-decode", type=int)
+    parser.add_argument("--cuda-graph-max-bs-prefill", type=int)
     return ServerArgs(parser.parse_args(argv))
 """
 
@@ -81,6 +83,8 @@ def test_every_argv_is_parsed_and_resolved_and_each_refusal_names_the_flag(tmp_p
             "typo": ["--model-path", "/m", "--max-runing-requests", "64"],
             "k4": ["--model-path", "/m", "--speculative-eagle-topk", "4"],
             "bad-int": ["--max-running-requests", "sixty"],
+            # An older release's spelling: 0.5.23's own check answered exactly this (docs/gpu-hosts.md).
+            "old-flag": ["--model-path", "/m", "--cuda-graph-max-bs", "64"],
         },
     )
     assert (found["version"], found["git_sha"], found["error"]) == ("0.5.23", "0123abc", None)
@@ -98,6 +102,11 @@ def test_every_argv_is_parsed_and_resolved_and_each_refusal_names_the_flag(tmp_p
         results["bad-int"]["flag"] == "--max-running-requests"
         and "invalid int value" in results["bad-int"]["message"]
     )
+    assert results["old-flag"] == {
+        "flag": "--cuda-graph-max-bs",
+        "message": "sglang serve: error: ambiguous option: --cuda-graph-max-bs could match "
+        "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
+    }
 
 
 def test_a_wheel_install_has_no_git_sha_and_a_broken_sglang_is_reported_not_raised(tmp_path: Path) -> None:
