@@ -289,13 +289,13 @@ def test_a_line_without_details_or_with_missing_results_is_refused(change: Any, 
 FAKE_SGLANG = """#!{python}
 # Stand-in for the SGLang python: `-m sglang.bench_serving ...` appends the next fixture line
 # (or the line given by FAKE_LINE_JSON) to --output-file and logs its argv. With FAKE_HITS_URL it
-# runs until the server's /metrics has been read twice more and writes its own duration, as
-# bench_serving does.
+# runs until the server's /metrics has been read three more times (so a whole read lies inside
+# its run) and writes its own duration, as bench_serving does.
 import json, os, sys, time, urllib.request
 started = time.time()
 hits = os.environ.get("FAKE_HITS_URL")
 read = lambda: int(urllib.request.urlopen(hits).read())
-until = read() + 2 if hits else 0
+until = read() + 3 if hits else 0
 while hits and read() < until and time.time() < started + 30:
     time.sleep(0.05)
 argv = sys.argv[1:]
