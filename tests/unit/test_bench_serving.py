@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import random
+import socket
 import sys
 import threading
 import types
@@ -441,7 +442,10 @@ def test_each_run_records_the_servers_own_running_and_queued_requests(
 
 
 def test_a_run_without_the_servers_metrics_has_no_server_figure(fake_sglang: Path, tmp_path: Path) -> None:
-    rc, doc = run_adapter(fake_sglang, tmp_path)  # nothing answers /metrics at URL
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    rc, doc = run_adapter(fake_sglang, tmp_path, url=f"http://127.0.0.1:{port}")
     assert rc == 0 and [run["server_load"] for run in doc["runs"]] == [None, None]
 
 
