@@ -74,8 +74,16 @@ def target_identity(identities: Sequence[Any], model_path: str | None) -> Any:
 
 def sglang_check_input(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What roles/sglang_server/files/specsweep_sglang_check.py reads on the host: each planned
-    config's flags (after `python -m sglang.launch_server`), the API key redacted (it parses alike)."""
-    return {"argvs": {e["config"]["id"]: redact_argv(e["argv"])[3:] for e in entries}}
+    config's flags (after `python -m sglang.launch_server`), the API key redacted (it parses alike),
+    and the SGLANG_* variables of its environment (SGLang's resolution reads them; the rest, NCCL's
+    and any token, stays out of the check)."""
+    return {
+        "argvs": {e["config"]["id"]: redact_argv(e["argv"])[3:] for e in entries},
+        "envs": {
+            e["config"]["id"]: {k: v for k, v in (e.get("env") or {}).items() if k.startswith("SGLANG_")}
+            for e in entries
+        },
+    }
 
 
 def sglang_found(checked: Mapping[str, Any], on: Mapping[str, Any]) -> dict[str, Any]:
