@@ -37,8 +37,12 @@ ENV = "SPECSWEEP_ANALYSIS_CACHE"
 KEEP_DAYS = 30
 PLOTS = "plots"  # the subfolder of drawn plots
 TEMPLATES = "templates"  # the subfolder of compiled HTML templates (jinja2's, analysis.report.html)
-# The config module too: its fields are the rows' config columns.
-_CODE = ("facts/rows.py", "facts/jsonl.py", "facts/schema.py", "facts/load.py", "sweep/config.py", "cache.py")
+# The config module too: its fields are the rows' config columns; and the metric table: its
+# figures are the rows' other columns.
+_CODE = (
+    "facts/rows.py", "facts/jsonl.py", "facts/schema.py", "facts/load.py", "sweep/config.py", "metrics.py",
+    "cache.py",
+)  # fmt: skip
 Stamp = tuple[int, int]
 
 

@@ -17,6 +17,7 @@ SUBCOMMANDS = {
     "regress": "nightly.regress",
     "search": "search.cli",
     "settings": "sweep.settings_doc",
+    "metrics": "report.metrics_doc",
     "deployed": "deploy.deployed",
 }
 

@@ -1,6 +1,7 @@
 """What "faster" means: the objective the operator ranks configs on (`-e objective=`, `--objective`).
 
-Every ranking reads it from here: the step table's speedup, verdict and best, `recommend`, the
+Each is a metric of the metric table (analysis.metrics: its column, unit and direction). Every
+ranking reads it from here: the step table's speedup, verdict and best, `recommend`, the
 adaptive schedule, racing, the step search, the nightly's regressions and the deploy gate. Each
 objective is a rate, higher is better, measured per repeat (the step table's statistics take its
 log, as they took decode tok/s's):
@@ -27,25 +28,36 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from analysis import metrics
+
 
 @dataclass(frozen=True)
 class Objective:
-    """One way to rank configs: its name, the step-table and run-row column holding it, its unit."""
+    """One way to rank configs: its name and the metric it ranks on (higher is better)."""
 
     name: str
-    column: str
-    unit: str
-    says: str  # what the number is, for legends and notes
+    metric: metrics.Metric
+    says: str  # what the number is, in a few words, for legends and notes
     needs_sla: bool = False
+
+    @property
+    def column(self) -> str:
+        """The step-table and run-row column holding it."""
+        return self.metric.name
+
+    @property
+    def unit(self) -> str:
+        """Its unit."""
+        return self.metric.unit
 
     def label(self) -> str:
         """`throughput (total tok/s)`: the name and what it counts, for a heading or a sentence."""
         return f"{self.name} ({self.says})"
 
 
-THROUGHPUT = Objective("throughput", "total_tps", "tok/s", "total output tok/s")
-PER_USER = Objective("per_user", "user_tps", "tok/s", "a request's output tokens / its e2e latency")
-GOODPUT = Objective("goodput", "goodput_rps", "req/s", "requests/s within the SLOs", needs_sla=True)
+THROUGHPUT = Objective("throughput", metrics.get("total_tps"), "total output tok/s")
+PER_USER = Objective("per_user", metrics.get("user_tps"), "a request's output tokens / its e2e latency")
+GOODPUT = Objective("goodput", metrics.get("goodput_rps"), "requests/s within the SLOs", needs_sla=True)
 OBJECTIVES = {o.name: o for o in (THROUGHPUT, PER_USER, GOODPUT)}
 NAMES = tuple(OBJECTIVES)
 DEFAULT = THROUGHPUT

@@ -244,8 +244,16 @@ def argv(config: Point, s: Settings, slots: int) -> list[str]:
 
 def check_input(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What roles/sglang_server/files/specsweep_sglang_check.py reads on the host: each planned
-    config's flags (after `python -m sglang.launch_server`), the API key redacted (it parses alike)."""
-    return {"argvs": {e["config"]["id"]: redact_argv(e["argv"])[3:] for e in entries}}
+    config's flags (after `python -m sglang.launch_server`), the API key redacted (it parses alike),
+    and the SGLANG_* variables of its environment (SGLang's resolution reads them; the rest, NCCL's
+    and any token, stays out of the check)."""
+    return {
+        "argvs": {e["config"]["id"]: redact_argv(e["argv"])[3:] for e in entries},
+        "envs": {
+            e["config"]["id"]: {k: v for k, v in (e.get("env") or {}).items() if k.startswith("SGLANG_")}
+            for e in entries
+        },
+    }
 
 
 def found(checked: Mapping[str, Any], on: Mapping[str, Any]) -> dict[str, Any]:

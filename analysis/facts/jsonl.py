@@ -19,6 +19,8 @@ Mapping onto the fact columns (so the tables compare like with like):
   bench_one_batch_server: output_throughput / batch_size (per request, like decode_tps).
 - concurrency: max_concurrency (bench_serving), batch_size (bench_one_batch_server).
 - accept_length: accept_length (bench_serving), acc_length (bench_one_batch_server).
+- the other figures bench_serving has: where the metric table (analysis.metrics) names its field,
+  a `_ms` field in seconds for a figure in seconds.
 """
 
 from __future__ import annotations
@@ -28,11 +30,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis import metrics
 from analysis.engines import sglang
 from analysis.facts.rows import Row
 from analysis.sweep.config import parse_id
 
 KINDS = ("bench_serving", "bench_one_batch_server")
+# (column, bench_serving's field, factor): the figures bench_serving reports as they are.
+SERVING = [
+    (m.name, m.bench_serving, 0.001 if m.unit == "s" and m.bench_serving.endswith("_ms") else 1.0)
+    for m in metrics.ROWS
+    if m.bench_serving
+]
 
 
 @dataclass(frozen=True)
@@ -88,20 +97,13 @@ def _serving(line: dict[str, Any]) -> Row:
     tps = 1000.0 / tpot if tpot else (throughput / conc if throughput is not None else None)
     errors = [e for e in line.get("errors") or [] if e]
     completed = int(_num(line, "completed") or 0)
-    return {
+    figures = {name: None if (v := _num(line, key)) is None else v * factor for name, key, factor in SERVING}
+    return figures | {
         "concurrency": conc,
         "duration_s": _num(line, "duration"),
         "n_requests": completed + len(errors),
         "n_errors": len(errors),
         "decode_tps": tps,
-        "ttft_s": _ms(line, "median_ttft_ms"),
-        "ttft_p99_s": _ms(line, "p99_ttft_ms"),
-        "tpot_s": _ms(line, "median_tpot_ms"),
-        "tpot_p99_s": _ms(line, "p99_tpot_ms"),
-        "e2e_s": _ms(line, "median_e2e_latency_ms"),
-        "e2e_p99_s": _ms(line, "p99_e2e_latency_ms"),
-        "output_tokens": line.get("total_output_tokens"),
-        "accept_length": _num(line, "accept_length"),
         "message": errors[0] if errors else None,
     }
 

@@ -13,26 +13,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import cache, forks
+from analysis import cache, forks, metrics
 from analysis.facts.jsonl import Labels, jsonl_rows
 from analysis.facts.rows import Row, request_columns, run_rows
 from analysis.facts.schema import Fact, decode_fact
 from analysis.sweep.config import COLUMN_TYPES, COLUMNS
 
-# A run's latency figures (analysis.facts.rows.run_numbers): p50 (no suffix), p90, p99.
-LATENCY_COLUMNS = [
-    "ttft_s", "ttft_p90_s", "ttft_p99_s", "tpot_s", "tpot_p90_s", "tpot_p99_s", "e2e_s", "e2e_p90_s",
-    "e2e_p99_s", "chunk_gap_s", "chunk_gap_p99_s",
-]  # fmt: skip
-# A run row: where it came from, its config's columns (analysis.sweep.config), what it measured.
+# A run row: where it came from, its config's columns (analysis.sweep.config), what it measured
+# (the metric table's run figures, analysis.metrics).
 RUN_COLUMNS = [
     "path", "source", "sweep_id", "host", "engine", "engine_version", "model", "config_id",
     *COLUMNS, "status", "started_at", "concurrency", "repeat", "duration_s", "n_requests",
-    "n_errors", "run_ok", "failed", "cause", "message", "decode_tps", "user_tps", *LATENCY_COLUMNS,
-    "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
-    "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
-    "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
-    "server_running", "server_queued", "server_queued_max",
+    "n_errors", "run_ok", "failed", "cause", "message", *(m.name for m in metrics.ROWS),
+    "fact_id", "run_index", "launch_index", "workload", "interfered", "accepted_histogram",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
@@ -40,14 +33,10 @@ REQUEST_COLUMNS = [
     "text", "error", "workload",
 ]  # fmt: skip
 INT_COLUMNS = [
-    *(c for c in COLUMNS if COLUMN_TYPES[c] is int), "concurrency", "repeat", "drafted", "accepted",
-    "verify_steps", "n_requests", "n_errors", "output_tokens", "run_index", "launch_index",
+    *(c for c in COLUMNS if COLUMN_TYPES[c] is int), "concurrency", "repeat", "n_requests", "n_errors",
+    "run_index", "launch_index", *(m.name for m in metrics.ROWS if m.integer),
 ]  # fmt: skip
-FLOAT_COLUMNS = [
-    "started_at", "duration_s", "decode_tps", "user_tps", *LATENCY_COLUMNS,
-    "accept_length", "accept_rate", "step_time_ms", "achieved_concurrency",
-    "window_output_tokens", "window_requests", "server_running", "server_queued", "server_queued_max",
-]  # fmt: skip
+FLOAT_COLUMNS = ["started_at", "duration_s", *(m.name for m in metrics.ROWS if not m.integer)]
 BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]
 # Few distinct values over many rows: categories keep the frames (and the cache) small.
 # Greedy outputs repeat across configs, so texts are categories too (and compare as codes).

@@ -12,11 +12,14 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
+from analysis import metrics
 from analysis.facts.schema import Fact, Run
 from analysis.sweep.config import COLUMNS
 
 Row = dict[str, Any]
 LEVELS = (0.5, 0.9, 0.99)  # the percentiles of each latency: p50, p90, p99
+# The figures a run of the fact holds as they are (analysis.metrics): each one's attribute path.
+FROM_FACT = [(m.name, tuple(m.field.split("."))) for m in metrics.FROM_FACT if m.field]
 
 
 def quantiles(values: Iterable[float], *qs: float) -> list[float | None]:
@@ -114,6 +117,18 @@ def run_numbers(run: Run) -> Row:
     }
 
 
+def held(run: Run) -> Row:
+    """The figures the run holds as they are, by the metric table; None where a part is missing
+    (no server_load: the engine gave no count)."""
+    out: Row = {}
+    for name, path in FROM_FACT:
+        value: Any = run
+        for part in path:
+            value = None if value is None else getattr(value, part)
+        out[name] = value
+    return out
+
+
 def run_rows(path: str, fact: Fact) -> list[Row]:
     """One row per run, plus one standing for the fact's failure, skip or missing runs."""
     base = _meta(path, fact)
@@ -127,26 +142,15 @@ def run_rows(path: str, fact: Fact) -> list[Row]:
             "concurrency": r.concurrency,
             "repeat": r.repeat,
             "duration_s": r.duration_s,
-            "drafted": r.spec.drafted,
-            "accepted": r.spec.accepted,
-            "verify_steps": r.spec.verify_steps,
-            "accept_length": r.spec.accept_length,
-            "accept_rate": r.spec.accept_rate,
             # A tuple: one cell of an object column (analysis.report.positions sums them).
             "accepted_histogram": None
             if r.spec.accepted_histogram is None
             else tuple(r.spec.accepted_histogram),
             "step_time_ms": step_ms[r.concurrency],
             "workload": r.workload,
-            "achieved_concurrency": r.achieved_concurrency,
-            "window_output_tokens": r.window_output_tokens,
-            "window_requests": r.window_requests,
             "interfered": r.interference is not None and r.interference.flagged,
-            # The server's own count over the window (None: the engine gave none).
-            "server_running": None if r.server_load is None else r.server_load.running_mean,
-            "server_queued": None if r.server_load is None else r.server_load.queued_mean,
-            "server_queued_max": None if r.server_load is None else r.server_load.queued_max,
         }
+        | held(r)
         for i, r in enumerate(fact.runs)
     ]
     # A failure is data: its own row lets the table count it and show its cause. Without a

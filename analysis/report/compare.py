@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis import hostorder, objectives
+from analysis import hostorder, metrics, objectives
 from analysis.facts.rows import run_numbers
 from analysis.facts.schema import Run
 from analysis.report import equivalence
@@ -21,35 +21,26 @@ HOST_KEYS = ["sweep_id", "host", "engine", "model"]
 LOAD_KEYS = ["workload", "concurrency"]  # workload None: the one prompt set of older facts
 GROUP = [*HOST_KEYS, *LOAD_KEYS]
 CONFIG_COLUMNS = config.COLUMNS
-# Per level, each latency's p50 / p90 / p99 (the median over repeats of each repeat's percentile):
-# TTFT, per-token latency (TPOT), end-to-end, and the raw gaps between streamed chunks (p50 / p99).
-LATENCY = {
-    "ttft_s": "ttft_p50_ms", "ttft_p90_s": "ttft_p90_ms", "ttft_p99_s": "ttft_p99_ms",
-    "tpot_s": "tpot_p50_ms", "tpot_p90_s": "tpot_p90_ms", "tpot_p99_s": "tpot_p99_ms",
-    "e2e_s": "e2e_p50_ms", "e2e_p90_s": "e2e_p90_ms", "e2e_p99_s": "e2e_p99_ms",
-    "chunk_gap_s": "chunk_gap_p50_ms", "chunk_gap_p99_s": "chunk_gap_p99_ms",
-}  # fmt: skip
-LATENCY_MS = list(LATENCY.values())
-TABLE_COLUMNS = [
-    *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "decode_tps", "tps_ci_lo",
+# The report's own columns; each metric's column (analysis.metrics) goes where its line places it.
+OWN_COLUMNS = [
+    *GROUP, "config", *CONFIG_COLUMNS, "source", "engine_version", "tps_ci_lo",
     "tps_ci_hi", "speedup_pct", "speedup_ci_lo", "speedup_ci_hi", "within_noise",
-    "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "tie_best", "accept_length", *LATENCY_MS,
-    "step_ms", "cv_pct", "noisy", "repeats_ok", "failures",
+    "vs_best_pct", "vs_best_ci_lo", "vs_best_ci_hi", "tie_best",
+    "cv_pct", "noisy", "repeats_ok", "failures",
     "cause", "text_compared", "text_diverged", "diverge_word", "best",
     # what ranks: the objective's median (speedup, verdict, best and their intervals are of it)
-    "objective", "score", "user_tps",
+    "objective", "score",
     "n_ok", "log_var",
     "se2", "se_df",  # what an interval against another row needs (analysis.report.recommend)
-    "total_tps",  # throughput; analysis.report.sla places it with the other deployment columns
     # launches behind the row and how its interval was made (analysis.report.launches), the
     # verdict against the baseline, repeats flagged for interference, unsteady launches, drift
     "launches", "ci_basis", "verdict", "verdict_ci_lo", "verdict_ci_hi", "interfered", "unsteady",
     "launch_cv_pct", "launch_df", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
-    "achieved_concurrency", "level_reached",  # was the load level held (docs/load.md)
-    # the server's own count where it gave one (docs/results.md): mean running, mean and most
-    # queued, and whether it queued what the client counted in flight
-    "server_running", "server_queued", "server_queued_max", "queued",
+    # was the load level held (docs/load.md), and did the server queue what the client counted
+    # in flight (docs/results.md)
+    "level_reached", "queued",
 ]  # fmt: skip
+TABLE_COLUMNS = metrics.place(OWN_COLUMNS)
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
 # What the speedup intervals need from the other side.
 _STATS = ["score", "se2", "se_df", "launches", "ci_basis"]
@@ -126,11 +117,10 @@ def run_values(runs: Sequence[Run], objective: objectives.Objective) -> list[flo
 
 def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:
     """One row per (group, config): medians over repeats that completed, counts, spread."""
-    metrics = ["decode_tps", "user_tps", "accept_length", *LATENCY, "step_time_ms", "achieved_concurrency",
-               "server_running", "server_queued", "server_queued_max"]  # fmt: skip
+    # Numbers from failed runs must not leak into the cells (throughput counts every request).
+    figures = [m.name for m in metrics.LEVEL if m.row]
     score = run_score(runs, objective)
-    # Numbers from failed runs must not leak into the medians.
-    runs = runs.assign(**{m: runs[m].where(runs["run_ok"]) for m in metrics})
+    runs = runs.assign(**{m: runs[m].where(runs["run_ok"]) for m in figures})
     runs = runs.assign(
         score=score,
         log_tps=np.log(score.where(score > 0)),
@@ -143,25 +133,16 @@ def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:
         runs.groupby([*GROUP, "config_id"], dropna=False, sort=False, observed=True)
         .agg(
             **{c: (c, "first") for c in [*CONFIG_COLUMNS, "source", "engine_version"]},
-            decode_tps=("decode_tps", "median"),
-            user_tps=("user_tps", "median"),
+            **{m.level_column: (m.name, m.per_level) for m in metrics.LEVEL},
             score=("score", "median"),
             n_ok=("log_tps", "count"),
             log_var=("log_tps", "var"),
             tps_mean=("score", "mean"),
             tps_std=("score", "std"),
-            accept_length=("accept_length", "mean"),
-            **{c: (c, "median") for c in LATENCY},
-            step_ms=("step_time_ms", "median"),
             repeats_ok=("run_ok", "sum"),
             failures=("failed", "sum"),
             cause=("cause", "first"),
-            total_tps=("total_tps", "median"),
-            achieved_concurrency=("achieved_concurrency", "mean"),
             _least_held=("_held", "min"),
-            server_running=("server_running", "mean"),
-            server_queued=("server_queued", "max"),
-            server_queued_max=("server_queued_max", "max"),
             _queued=("_queued", "any"),
         )
         .reset_index()
@@ -177,8 +158,8 @@ def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:
     cells["launch_cv_pct"] = np.sqrt(np.expm1(cells.pop("_tau2"))) * 100.0
     for col in ("sweep_id", "host", "engine", "model", "workload", "config", "source"):
         cells[col] = cells[col].astype("object")
-    for src, dst in LATENCY.items():
-        cells[dst] = cells.pop(src) * 1000.0
+    for m in (m for m in metrics.LEVEL if m.scale != 1.0):
+        cells[m.level_column] *= m.scale
     return cells
 
 

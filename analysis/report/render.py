@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis import objectives
+from analysis import metrics, objectives
 from analysis.report.compare import GROUP, is_baseline
 from analysis.report.crosshost import FAMILY
 from analysis.report.disagree import disagreements
@@ -98,6 +98,11 @@ LEGEND: list[tuple[str, tuple[str, ...], str]] = [
         "counted in flight",
     ),
 ]
+# The metrics with a header (analysis.metrics) that the step table's own columns below show; any
+# other gets a column of its own after `in flight`, explained by its line of the table.
+SHOWN = ("decode_tps", "total_tps", "accept_length", "step_time_ms")
+EXTRA = [m for m in metrics.LEVEL if m.header and m.name not in SHOWN]
+LEGEND += [(str(m.header), (), f"{m.header}: {m.says}") for m in EXTRA]
 PROFILE_NOTE = "per env profile: median decode tok/s"
 STEP_NOTE = "; step ms: median decode step (draft + verify)"
 
@@ -267,25 +272,41 @@ def _in_flight(t: pd.DataFrame) -> list[str]:
 
 
 # (header, right-aligned?, how to make the column's cells from the step table)
-COLUMNS: list[tuple[str, bool, Callable[[pd.DataFrame], list[str]]]] = [
-    ("", False, _marker),
-    ("config", False, lambda t: t["config"].astype(str).tolist()),
-    ("tok/s/req", True, lambda t: num(t["decode_tps"], ".1f")),
-    ("speedup [95% CI]", False, _speedup),
-    ("total tok/s", True, lambda t: num(t["total_tps"], ".1f")),
-    ("accept len", True, lambda t: num(t["accept_length"], ".2f")),
-    ("TTFT p50/p99 ms", True, lambda t: _pair(t["ttft_p50_ms"], t["ttft_p99_ms"], ".0f")),
-    ("TPOT p50/p99 ms", True, lambda t: _pair(t["tpot_p50_ms"], t["tpot_p99_ms"], ".1f")),
-    ("e2e p50/p99 s", True, lambda t: _pair(t["e2e_p50_ms"] / 1000.0, t["e2e_p99_ms"] / 1000.0, ".2f")),
-    ("step ms", True, lambda t: num(t["step_ms"], ".1f")),
-    ("CV", True, _cv),
-    ("in flight", True, _in_flight),
-    ("runs ok", True, lambda t: [str(n) for n in t["repeats_ok"].tolist()]),
-    ("launches", True, lambda t: [str(n) for n in t["launches"].tolist()]),
-    ("interfered", True, lambda t: [str(n) for n in t["interfered"].tolist()]),
-    ("text vs base", False, _text),
-    ("failures", False, _failures),
-]
+Column = tuple[str, bool, Callable[[pd.DataFrame], list[str]]]
+
+
+def _metric(m: metrics.Metric) -> Column:
+    """A metric's own column (analysis.metrics): its header, its step-table column in its format."""
+    assert m.header is not None, f"{m.name}: no header in analysis.metrics"
+    return m.header, True, lambda t: num(t[m.level_column], m.fmt)
+
+
+def step_columns(extra: Sequence[metrics.Metric]) -> list[Column]:
+    """The terminal step table's columns: the latency pairs and `in flight` combine metrics, and
+    each metric of `extra` has a column of its own after `in flight`."""
+    return [
+        ("", False, _marker),
+        ("config", False, lambda t: t["config"].astype(str).tolist()),
+        _metric(metrics.get("decode_tps")),
+        ("speedup [95% CI]", False, _speedup),
+        _metric(metrics.get("total_tps")),
+        _metric(metrics.get("accept_length")),
+        ("TTFT p50/p99 ms", True, lambda t: _pair(t["ttft_p50_ms"], t["ttft_p99_ms"], ".0f")),
+        ("TPOT p50/p99 ms", True, lambda t: _pair(t["tpot_p50_ms"], t["tpot_p99_ms"], ".1f")),
+        ("e2e p50/p99 s", True, lambda t: _pair(t["e2e_p50_ms"] / 1000.0, t["e2e_p99_ms"] / 1000.0, ".2f")),
+        _metric(metrics.get("step_time_ms")),
+        ("CV", True, _cv),
+        ("in flight", True, _in_flight),
+        *(_metric(m) for m in extra),
+        ("runs ok", True, lambda t: [str(n) for n in t["repeats_ok"].tolist()]),
+        ("launches", True, lambda t: [str(n) for n in t["launches"].tolist()]),
+        ("interfered", True, lambda t: [str(n) for n in t["interfered"].tolist()]),
+        ("text vs base", False, _text),
+        ("failures", False, _failures),
+    ]
+
+
+COLUMNS = step_columns(EXTRA)
 
 
 # Shown in a group's table only where some row has a value (SGLang records step times, llama.cpp none).

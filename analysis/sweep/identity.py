@@ -94,6 +94,45 @@ def refusal(host: str, holder: dict[str, Any], path: str) -> str:
     )
 
 
+def port_refusal(host: str, held: dict[str, Any], holder: dict[str, Any]) -> str:
+    """Why a host is refused when a process listens on the engine's port (specsweep_lock's
+    port_holder): a leftover of a run that ended (named, with how to stop it) or a stranger's."""
+    who = ", ".join(
+        f"pid {p['pid']} ({p['name']}{', in ' + p['unit'] if p.get('unit') else ''})"
+        for p in held["processes"]
+    )
+    if held.get("hidden"):
+        unseen = "a process not visible here (another user's, or in another pid namespace)"
+        who = f"{who} and {unseen}" if who else unseen
+    port = f"{host}: port {held['port']} is held by {who}"
+    if held.get("run_id"):
+        sweep = held.get("sweep_id", "?")
+        left = [p for p in held["processes"] if p.get("started_by")]
+        what = "/".join(sorted({p["started_by"] for p in left}))
+        controller = f"{holder.get('controller', '?')} pid {holder.get('pid', '?')}"
+        pids = " ".join(str(p["pid"]) for p in left)
+        if held.get("supervised"):
+            lease = holder.get("lease_s", "?")
+            whose = (
+                f"Its supervisor stops it once that run's lease ({lease} s) runs out; to free the host now"
+            )
+        else:
+            whose = "It is the operator's to stop"
+        return (
+            f"{port}, the {what} that run {held['run_id']} of sweep {sweep} started here and did not stop "
+            f"(that run has ended: its controller, {controller}, is gone or no longer renews its lease); "
+            f"nothing was launched and nothing stopped. {whose}: `ansible-playbook playbooks/release.yml "
+            f"-e release={sweep} -e target={host}` (with that sweep's -i and -e release_results_dir where "
+            f"not the defaults) stops what that run started, or `kill {pids}` on {host}."
+        )
+    units = sorted({p["unit"] for p in held["processes"] if p.get("unit")})
+    stop = f"`systemctl stop {' '.join(units)}`" if units else "it"
+    return (
+        f"{port}, a process no specsweep run recorded here; nothing was launched and it was left "
+        f"untouched. Stop {stop}, or give the engine another port (llama_server_port, sglang_server_port)."
+    )
+
+
 def git_rev(repo: str | Path) -> str | None:
     """HEAD of the suite's checkout, for provenance; None outside a git checkout."""
     try:

@@ -17,7 +17,8 @@ from analysis.sweep import identity
 
 
 class ActionModule(ActionBase):
-    """The specsweep_lock module's arguments; `acquired` also steals from a dead holder, once."""
+    """The specsweep_lock module's arguments; `acquired` also steals from a dead holder, once, and
+    says why when it took nothing (another run holds the host, or a process holds the engine's port)."""
 
     TRANSFERS_FILES = False
 
@@ -26,14 +27,19 @@ class ActionModule(ActionBase):
         args = dict(self._task.args)
         found = self._execute_module("specsweep_lock", module_args=args, task_vars=task_vars)
         holder = found.get("holder") or {}
-        if args.get("state") == "acquired" and not found.get("acquired", True) and holder:
-            if identity.holder_gone(holder, found.get("holder_age_s")):
-                found = self._execute_module(
-                    "specsweep_lock",
-                    module_args={**args, "steal_from": holder.get("run_id")},
-                    task_vars=task_vars,
-                )
-            if not found.get("acquired", True):
-                host = (task_vars or {}).get("inventory_hostname", "this host")
-                found["refusal"] = identity.refusal(host, found.get("holder") or holder, args["path"])
+        refused = args.get("state") == "acquired" and not found.get("acquired", True)
+        gone = refused and holder and identity.holder_gone(holder, found.get("holder_age_s"))
+        if gone and "port_holder" not in found:
+            found = self._execute_module(
+                "specsweep_lock",
+                module_args={**args, "steal_from": holder.get("run_id")},
+                task_vars=task_vars,
+            )
+        if refused and not found.get("acquired", True):
+            host = (task_vars or {}).get("inventory_hostname", "this host")
+            holder = found.get("holder") or holder
+            if found.get("port_holder"):
+                found["refusal"] = identity.port_refusal(host, found["port_holder"], holder)
+            else:
+                found["refusal"] = identity.refusal(host, holder, args["path"])
         return {**result, **found}

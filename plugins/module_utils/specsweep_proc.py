@@ -174,3 +174,68 @@ def tail_lines(path: str, count: int = 40) -> list[str]:
     except OSError:
         return []
     return data.splitlines()[-count:]
+
+
+# /proc/net/tcp's state of a listening socket (include/net/tcp_states.h: TCP_LISTEN = 10).
+TCP_LISTEN = "0A"
+
+
+def listening_inodes(table: str, port: int) -> set[int]:
+    """Socket inodes listening on TCP `port` (any address) in a /proc/net/tcp or tcp6 table."""
+    inodes = set()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        # sl, local_address (hex address:hex port), rem_address, st, queues, tr, retrnsmt, uid, timeout, inode
+        if len(fields) > 9 and fields[3] == TCP_LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+            inodes.add(int(fields[9]))
+    return inodes
+
+
+def port_listeners(port: int) -> dict:
+    """Who listens on TCP `port` here: {"pids": the processes holding such a socket (a forked child
+    may share it), "hidden": true when one is held by a process whose descriptors this user cannot read}."""
+    inodes: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table, encoding="ascii") as f:
+                inodes |= listening_inodes(f.read(), port)
+        except OSError:
+            continue
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    pids, seen = [], set()
+    for name in os.listdir("/proc") if wanted else []:
+        if not name.isdigit():
+            continue
+        try:
+            links = {os.readlink(f"/proc/{name}/fd/{fd}") for fd in os.listdir(f"/proc/{name}/fd")}
+        except OSError:
+            continue  # gone, or not ours to read
+        if links & wanted:
+            pids.append(int(name))
+            seen |= links & wanted
+    return {"pids": sorted(pids), "hidden": seen != wanted}
+
+
+def proc_name(pid: int) -> str:
+    """The command name of `pid` (/proc/<pid>/comm), '?' once it is gone."""
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def service_of(cgroup: str) -> str | None:
+    """The systemd service a /proc/<pid>/cgroup text places its process in, None outside one."""
+    paths = [line.split(":", 2)[-1] for line in cgroup.splitlines()]
+    units = [part for path in paths for part in path.split("/") if part.endswith(".service")]
+    return units[-1] if units else None
+
+
+def proc_unit(pid: int) -> str | None:
+    """The systemd service `pid` runs in, None outside one (or once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as f:
+            return service_of(f.read())
+    except OSError:
+        return None

@@ -75,14 +75,16 @@ def renew_lease(path: str, run_id: str) -> bool:
     return True
 
 
-def record_client(path: str, run_id: str, client: dict) -> bool:
-    """Add the benchmark client's pid record to the lock when run `run_id` holds it, so that
-    releasing the host stops it first; renews the lease too. True when recorded."""
+def record_started(path: str, run_id: str, what: str, record: dict) -> bool:
+    """Add the pid record of what run `run_id` started (`client`: the benchmark client, which
+    releasing the host stops first; `server`: the server's group, which the next run's preflight
+    names if it outlives the run) to the lock when that run holds it; renews the lease too. True
+    when recorded."""
     holder = _held(path, run_id)
     if holder is None:
         return False
     try:
-        write_json_atomic(path, {**holder, "client": client})
+        write_json_atomic(path, {**holder, what: record})
     except OSError:
         return False
     return True

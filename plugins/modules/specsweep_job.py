@@ -18,9 +18,10 @@ description:
   - With O(server_pidfile) (the specsweep_server record) it also watches the server the command measures.
     When the server has exited while the command runs (or the command failed after it did), the command is
     stopped and the call fails with C(cause=server_exited), or the cause its log names (specsweep_logs, e.g.
-    C(out_of_memory)), a C(msg) that gives the server's exit status or signal, the command's last progress
-    line (the level it measured) and that log line, C(exit), C(log_tail) (of O(server_log)), and what the
-    command printed so far (specsweep_bench.py prints its finished runs when stopped).
+    C(out_of_memory)), or C(oom_killed) when the kernel's OOM killer names it (specsweep_kernel), a C(msg)
+    that gives the server's exit status or signal, the command's last progress line (the level it measured)
+    and the log's (or the kernel's) line, C(exit), C(log_tail) (of O(server_log)), and what the command
+    printed so far (specsweep_bench.py prints its finished runs when stopped).
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server), and the
     first records the client's pid record in it (C(client)); releasing the lock stops the client first.
 options:
@@ -48,6 +49,7 @@ import sys
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specsweep_kernel import death_cause
 from ansible.module_utils.specsweep_logs import classify_failure
 from ansible.module_utils.specsweep_proc import (
     proc_start_ticks,
@@ -59,7 +61,7 @@ from ansible.module_utils.specsweep_proc import (
 )
 from ansible.module_utils.specsweep_supervisor import (
     describe_exit,
-    record_client,
+    record_started,
     renew_lease,
     server_exit,
     server_running,
@@ -120,7 +122,7 @@ def server_gone(pidfile: str) -> dict | None:
         return None
     ended = server_exit(pidfile) if record is not None else None
     words = describe_exit(ended) if ended else "status unknown: no exit recorded in " + pidfile
-    return {"exit": ended, "words": words}
+    return {"exit": ended, "words": words, "record": record}
 
 
 def main() -> None:
@@ -150,13 +152,14 @@ def main() -> None:
         record = start(files, p["argv"], p["token"])
         if p["lease_path"]:
             # The lock names the client: a release (an interrupted run's, by hand) stops it first.
-            record_client(p["lease_path"], p["run_id"], record)
+            record_started(p["lease_path"], p["run_id"], "client", record)
 
     def server_exited(ended: dict) -> None:
         stop_group(record, 10.0)  # before reading its output: it may flush on SIGTERM
         lines = tail_lines(p["server_log"]) if p["server_log"] else []
-        # Its log names why, as at load (a CUDA OOM aborts: signal 6 alone says little).
-        cause, evidence = classify_failure(lines)
+        # Its log names why, as at load (a CUDA OOM aborts: signal 6 alone says little), or the
+        # kernel's (the OOM killer's SIGKILL leaves nothing in the log).
+        cause, evidence = death_cause(classify_failure(lines), ended["exit"], ended["record"])
         # The client's last progress line names the level it was measuring ("repeat 2/3 at concurrency 4").
         at = next((line for line in reversed(tail_lines(files["stderr"])) if line.startswith("repeat ")), "")
         msg = f"server exited ({ended['words']}) during benchmark" + (f", {at}" if at else "")

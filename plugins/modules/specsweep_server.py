@@ -17,7 +17,8 @@ description:
     is older than O(lease_s) (nobody of the run renewed it, so its controller died or was cut off), or the
     lock is gone or another run's, it stops the server and the benchmark client of O(job_path), removes the
     lock if it is still this run's, and writes one line saying why into the server log. Every call with
-    O(lease_path) renews the lease; C(started) refuses to launch when O(run_id) does not hold the lock.
+    O(lease_path) renews the lease; C(started) refuses to launch when O(run_id) does not hold the lock, and
+    records the server's group in it (C(server)), so that a later run can name a server this run left.
   - It refuses to start when O(port) is already taken by a process it did not start.
   - C(stopped) signals only the process group recorded in O(pidfile) (SIGTERM with SIGCONT, SIGKILL after
     O(stop_timeout_s), at once when a process of it is stopped or its leader is a zombie), waits until it is
@@ -79,7 +80,7 @@ from ansible.module_utils.specsweep_proc import (
     tail_lines,
     wait_until,
 )
-from ansible.module_utils.specsweep_supervisor import launch, renew_lease, stop_client
+from ansible.module_utils.specsweep_supervisor import launch, record_started, renew_lease, stop_client
 
 # Variables a server needs from the launching environment; everything else is explicit.
 INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LD_LIBRARY_PATH")
@@ -247,7 +248,12 @@ def main() -> None:
             module.warn(
                 f"keep_runs: {p['log_path']} is not in a folder of {p['runs_dir']}; nothing was pruned"
             )
-    module.exit_json(changed=True, pruned_logs=pruned, **start(module))
+    started = start(module)
+    if p["lease_path"]:
+        # The lock names the server too: a later run's preflight tells a leftover of this run apart.
+        keys = ("pid", "start_ticks", "server_pid", "server_start_ticks")
+        record_started(p["lease_path"], p["run_id"], "server", {k: started[k] for k in keys})
+    module.exit_json(changed=True, pruned_logs=pruned, **started)
 
 
 if __name__ == "__main__":

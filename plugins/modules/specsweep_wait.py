@@ -46,7 +46,9 @@ ready: {type: bool, description: The server answers health and generates.}
 cause:
   type: str
   returned: failed
-  description: What the log shows for a server that exited (specsweep_logs), hung, or timeout.
+  description: >-
+    What the log shows for a server that exited (specsweep_logs), oom_killed when the kernel's OOM
+    killer ended it (specsweep_kernel), hung, or timeout.
 exit: {type: dict, returned: exited, description: The supervisor's exit record (returncode, signal...).}
 process_state: {type: str, returned: a stopped process, description: Its /proc state letter.}
 response: {type: str, returned: generation_error, description: The body of that 5xx answer.}
@@ -61,6 +63,7 @@ import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specsweep_kernel import death_cause
 from ansible.module_utils.specsweep_logs import classify_failure, generation_failure, loading_phase
 from ansible.module_utils.specsweep_proc import (
     DEAD_STATES,
@@ -215,8 +218,8 @@ def main() -> None:
         server = watched()
         if server is None:
             lines = log_tail()
-            cause, evidence = classify_failure(lines)
             ended = server_exit(p["pidfile"]) if p["pidfile"] else None
+            cause, evidence = death_cause(classify_failure(lines), ended, record)
             how = f", {describe_exit(ended)}" if ended else ""
             if ended and ended.get("reason"):
                 how += f"; its supervisor stopped it: {ended['reason']}"

@@ -49,6 +49,13 @@ def test_one_launch_per_config_measures_every_level_and_recommend_answers_per_le
     # The schedule loads with SGLang 0.5.23's own loader, a batch-size key per measured level.
     _, entries = sglang_adaptive()["_load_adaptive_config"](str(schedule))
     assert sorted(entries) == [1, 2]
+    # The server's own most running at once per level (analysis.metrics): its -np 2 slots cap it.
+    argv = [sys.executable, "-m", "analysis", "report", str(run.sweep_dir), "--format", "json"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    counted = [r for r in rows if r["server_running_max"] is not None]
+    assert counted and all(1 <= r["server_running_max"] <= r["concurrency"] for r in counted), rows
 
 
 def test_the_adaptive_arm_is_planned_on_the_gpu_example_inventory_and_refused_where_sglang_would(

@@ -10,11 +10,16 @@ and the arithmetic of its calculate_metrics; results in bench_serving's (shuffle
 from __future__ import annotations
 
 import ast
+import http.server
 import importlib.util
 import json
+import os
 import random
+import socket
 import sys
+import threading
 import types
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -26,7 +31,7 @@ from sglang_wheel import sglang_source
 
 from analysis.facts import record
 from analysis.facts.rows import run_rows
-from analysis.facts.schema import Fact, load_fact, to_dict
+from analysis.facts.schema import Fact, ServerLoad, from_dict, load_fact, to_dict
 from analysis.sweep.client import client_argv, launch_argv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -284,8 +289,16 @@ def test_a_line_without_details_or_with_missing_results_is_refused(change: Any, 
 
 FAKE_SGLANG = """#!{python}
 # Stand-in for the SGLang python: `-m sglang.bench_serving ...` appends the next fixture line
-# (or the line given by FAKE_LINE_JSON) to --output-file and logs its argv.
-import json, os, sys
+# (or the line given by FAKE_LINE_JSON) to --output-file and logs its argv. With FAKE_HITS_URL it
+# runs until the server's /metrics has been read three more times (so a whole read lies inside
+# its run) and writes its own duration, as bench_serving does.
+import json, os, sys, time, urllib.request
+started = time.time()
+hits = os.environ.get("FAKE_HITS_URL")
+read = lambda: int(urllib.request.urlopen(hits).read())
+until = read() + 3 if hits else 0
+while hits and read() < until and time.time() < started + 30:
+    time.sleep(0.05)
 argv = sys.argv[1:]
 with open(os.environ["FAKE_ARGV_LOG"], "a") as fh:
     fh.write(json.dumps(argv) + "\\n")
@@ -293,6 +306,8 @@ out = argv[argv.index("--output-file") + 1]
 done = sum(1 for _ in open(out)) if os.path.exists(out) else 0
 lines = open(os.environ["FAKE_FIXTURE"]).read().splitlines()
 line = os.environ.get("FAKE_LINE_JSON") or lines[done]
+if hits:
+    line = json.dumps({{**json.loads(line), "duration": time.time() - started}})
 print("============ Serving Benchmark Result ============")
 print("auth", os.environ.get("OPENAI_API_KEY"))
 with open(out, "a") as fh:
@@ -313,10 +328,10 @@ def fake_sglang(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return exe
 
 
-def run_adapter(exe: Path, tmp_path: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+def run_adapter(exe: Path, tmp_path: Path, *extra: str, url: str = URL) -> tuple[int, dict[str, Any]]:
     """main() for concurrency 1, 2 repeats, 8 tokens; (exit code, the printed document)."""
     out = tmp_path / "s2-k1-d3.bench.json"
-    argv = [f"--sglang-python={exe}", f"--url={URL}", f"--prompts={PROMPTS}", "--max-tokens=8",
+    argv = [f"--sglang-python={exe}", f"--url={url}", f"--prompts={PROMPTS}", "--max-tokens=8",
             "--warmup=1", "--repeats=2", "--concurrency=1", f"--output={out}",
             "--api-key-env=SPECSWEEP_API_KEY", f"--jsonl={tmp_path / 's2-k1-d3.bench_serving.jsonl'}",
             *extra]  # fmt: skip
@@ -384,6 +399,61 @@ def test_the_document_is_a_valid_fact_that_reads_like_any_other(fake_sglang: Pat
     assert rows[0]["step_time_ms"] == pytest.approx(21.2)
     tps = sorted(7 / sum(itl) for itl in lines[0]["itls"])
     assert rows[0]["decode_tps"] == pytest.approx((tps[1] + tps[2]) / 2)
+
+
+@pytest.fixture
+def sglang_metrics() -> Iterator[str]:
+    """A local server answering /metrics with SGLang's exposition at level 64 with 48 running (the
+    speculative cap) and 16 queued; /hits says how often /metrics was read."""
+    body = (Path(__file__).resolve().parent / "fixtures" / "serverload" / "sglang_tp8.txt").read_bytes()
+    hits = [0]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/metrics":
+                hits[0] += 1
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(body if self.path == "/metrics" else str(hits[0]).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_each_run_records_the_servers_own_running_and_queued_requests(
+    fake_sglang: Path, tmp_path: Path, sglang_metrics: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_HITS_URL", sglang_metrics + "/hits")
+    rc, doc = run_adapter(fake_sglang, tmp_path, url=sglang_metrics)
+    assert rc == 0, doc.get("error")
+    for run in doc["runs"]:
+        load = from_dict(ServerLoad, run["server_load"])
+        assert load.samples >= 1 and (load.running_mean, load.queued_max) == (48.0, 16.0), run["server_load"]
+        names = (load.running_metric, load.queued_metric)
+        assert names == ("sglang:num_running_reqs", "sglang:num_queue_reqs")
+
+
+def test_a_run_without_the_servers_metrics_has_no_server_figure(fake_sglang: Path, tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    rc, doc = run_adapter(fake_sglang, tmp_path, url=f"http://127.0.0.1:{port}")
+    assert rc == 0 and [run["server_load"] for run in doc["runs"]] == [None, None]
+
+
+def test_the_window_is_bench_serving_s_duration_up_to_its_result_line(tmp_path: Path) -> None:
+    jsonl = tmp_path / "r.bench_serving.jsonl"
+    jsonl.write_text("{}\n")
+    os.utime(jsonl, (1000.0, 1000.0))
+    assert bs.bench_window(str(jsonl), 12.5) == (987.5, 1000.0)
 
 
 def test_a_failed_bench_serving_is_an_error_naming_the_run(

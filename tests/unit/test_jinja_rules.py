@@ -3,7 +3,8 @@
 An expression that long holds a rule (a condition of five clauses, an argv built from pieces, a
 dict zipped from lookups) that no unit test sees; it belongs in a filter, an action or the plan, or
 it is data and text that read better as named vars. Both kinds of expression count: `{{ ... }}` in
-any value, and the bare conditions Ansible templates itself (`when`, `until`, `that`, ...).
+any value, and the bare conditions Ansible templates itself (`when`, `until`, `that`, ...); and in
+the roles' templates, `{{ ... }}` and `{% ... %}` alike.
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ import yaml
 from plugin_loader import REPO
 
 LIMIT = 80
-EXPRESSION = re.compile(r"\{\{.*?\}\}", re.S)
+EXPRESSION = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 CONDITIONS = {"when", "until", "that", "changed_when", "failed_when"}  # keys whose values are bare Jinja
 
 
 def ansible_yaml() -> list[Path]:
-    """The playbooks, roles, group and inventory vars, and the playbooks at the root."""
+    """The playbooks, roles, group and inventory vars, the playbooks at the root, the roles' templates."""
     folders = ("playbooks", "roles", "group_vars", "inventory")
-    return sorted([*REPO.glob("*.yml"), *(p for f in folders for p in (REPO / f).rglob("*.yml"))])
+    yaml_files = [*REPO.glob("*.yml"), *(p for f in folders for p in (REPO / f).rglob("*.yml"))]
+    return sorted([*yaml_files, *REPO.glob("roles/*/templates/*.j2")])
 
 
 def bare_conditions(node: Any) -> Iterator[str]:
@@ -45,7 +47,8 @@ def long_expressions(paths: list[Path]) -> list[str]:
     for path in paths:
         text = path.read_text(encoding="utf-8")
         braced = [match.group(0) for match in EXPRESSION.finditer(text)]
-        for expression in [*braced, *bare_conditions(yaml.safe_load(text))]:
+        bare = bare_conditions(yaml.safe_load(text)) if path.suffix == ".yml" else ()
+        for expression in [*braced, *bare]:
             folded = " ".join(expression.split())
             if len(folded) > LIMIT:
                 where = path.relative_to(REPO) if path.is_relative_to(REPO) else path.name
@@ -83,3 +86,12 @@ def test_the_scan_sees_long_expressions_across_lines_and_in_bare_conditions(tmp_
         f"{clause} or {clause} or z",
     ], found
     assert REPO / "sweep.yml" in ansible_yaml() and REPO / "roles/deploy/tasks/rollout.yml" in ansible_yaml()
+    assert REPO / "roles/nightly_schedule/templates/nightly.service.j2" in ansible_yaml()
+
+
+def test_the_scan_sees_long_expressions_and_statements_in_templates(tmp_path: Path) -> None:
+    unit = tmp_path / "x.service.j2"
+    clause = "a_long_variable_name + another_long_variable_name + [a_third_variable]"
+    statement, expression = f"{{% set argv = {clause} %}}", f"{{{{ ({clause}) | join(' ') }}}}"
+    unit.write_text(f"{statement}\nExecStart={expression}\n")
+    assert [line.split(": ", 1)[1] for line in long_expressions([unit])] == [statement, expression]

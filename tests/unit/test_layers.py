@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "workloads",
         "deployments",
     ),
+    ("metrics",),
 )
 
 

@@ -12,7 +12,7 @@ from factories import config, fact, run, write_sweep
 
 from analysis import cli
 from analysis.facts.load import load_sweeps
-from analysis.facts.schema import ServerLoad
+from analysis.facts.schema import Run, ServerLoad
 from analysis.report.cli import build_tables
 from analysis.report.compare import REACHED
 from analysis.report.render import render
@@ -138,3 +138,23 @@ def test_without_a_server_figure_the_clients_count_stands_and_nothing_is_queued(
     assert tables.step["level_reached"].all()
     table = render(tables, "text").split("* best")[0]
     assert "2.0" in table and "<" not in table and " q" not in table
+
+
+def test_the_most_the_server_ran_at_once_is_the_largest_repeats_and_json_carries_it(tmp_path: Path) -> None:
+    # Per repeat the server's largest sample of running requests; a failed repeat's does not count.
+    def measured(repeat: int, most: float, error: str | None = None) -> Run:
+        counts = ServerLoad(running_metric="sglang:num_running_reqs", queued_metric="sglang:num_queue_reqs",
+                            interval_s=0.5, samples=8, running_mean=most - 0.5, running_median=most,
+                            running_max=most, queued_mean=0.0, queued_max=0.0)  # fmt: skip
+        return msgspec.structs.replace(run([100.0], repeat=repeat, error=error), server_load=counts)
+
+    sweep = write_sweep(tmp_path, [
+        fact(config(), [measured(0, 1.0), measured(1, 1.0)]),
+        fact(config(2), [measured(0, 2.0), measured(1, 3.0), measured(2, 9.0, error="boom")]),
+    ])  # fmt: skip
+    tables = build_tables(load_sweeps([sweep]))
+    assert tables.step.set_index("config")["server_running_max"].to_dict() == {"baseline": 1.0, "s2": 3.0}
+    records = {r["config"]: r for r in json.loads(render(tables, "json"))}
+    assert (records["s2"]["server_running_max"], records["baseline"]["server_running_max"]) == (3.0, 1.0)
+    header = render(tables, "csv").splitlines()[0].split(",")
+    assert header.index("server_running_max") == header.index("server_queued_max") + 1

@@ -247,3 +247,45 @@ def test_stop_group_leaves_a_group_with_another_start_time_alone(reaped: list[su
     assert proc.group_alive(stale) is False
     assert proc.stop_group(stale, term_grace_s=1) is True
     assert child.poll() is None, "a process that is not the recorded one was signalled"
+
+
+# /proc/net/tcp of this machine (2 listeners, a connection to the first) and a tcp6 listener on :::8080.
+TCP_TABLE = (Path(__file__).parent / "fixtures" / "proc_net_tcp.txt").read_text()
+TCP6_TABLE = (Path(__file__).parent / "fixtures" / "proc_net_tcp6.txt").read_text()
+# A listener on a free port that says which, then waits for its stdin to close.
+LISTENER = (
+    "import socket, sys\n"
+    "s = socket.create_server(('127.0.0.1', 0))\n"
+    "print(s.getsockname()[1], flush=True)\n"
+    "sys.stdin.read()\n"
+)
+
+
+def test_listening_inodes_are_the_listeners_of_that_port_not_its_connections() -> None:
+    assert proc.listening_inodes(TCP_TABLE, 0x4967) == {1040330}
+    assert proc.listening_inodes(TCP_TABLE, 2024) == {1079}
+    assert proc.listening_inodes(TCP_TABLE, 0xA78A) == set()  # a client's port, not a listener
+    assert proc.listening_inodes(TCP6_TABLE, 8080) == {52311}
+
+
+def test_port_listeners_name_the_process_holding_a_real_listener() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", LISTENER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        port = int(child.stdout.readline())
+        assert proc.port_listeners(port) == {"pids": [child.pid], "hidden": False}
+        assert proc.proc_name(child.pid) == Path(sys.executable).name[:15]
+    finally:
+        child.kill()
+        child.wait()
+    assert proc.port_listeners(port) == {"pids": [], "hidden": False}
+
+
+def test_the_service_of_a_process_is_read_from_its_cgroup_in_v2_and_v1_layouts() -> None:
+    unit = "/system.slice/specsweep-server-8080.service"
+    assert proc.service_of(f"0::{unit}\n") == "specsweep-server-8080.service"
+    assert proc.service_of(f"12:memory:{unit}\n1:name=systemd:{unit}\n") == "specsweep-server-8080.service"
+    assert proc.service_of("0::/user.slice/user-0.slice/session-3.scope\n") is None
+    assert proc.service_of("9:name=systemd:/\n8:pids:/\n") is None  # this machine: no systemd

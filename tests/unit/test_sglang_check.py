@@ -35,6 +35,8 @@ class ServerArgs:
         if "SGLANG_LEAKED" in os.environ:
             raise RuntimeError("the environment of an earlier resolution leaked")
         os.environ["SGLANG_LEAKED"] = "1"
+        if os.environ.get("SGLANG_SPEC_STRICT") == "1" and self.ns.max_running_requests:
+            raise ValueError("--max-running-requests is not allowed with SGLANG_SPEC_STRICT=1")
         if self.ns.speculative_eagle_topk and self.ns.speculative_eagle_topk > 1:
             raise ValueError("--speculative-eagle-topk 4 is not supported with --speculative-adaptive")
 
@@ -44,6 +46,8 @@ def prepare_server_args(argv):
     parser.add_argument("--max-running-requests", type=int)
     parser.add_argument("--speculative-eagle-topk", type=int)
     parser.add_argument("--api-key")
+    parser.add_argument("--cuda-graph-max-bs-decode", type=int)
+    parser.add_argument("--cuda-graph-max-bs-prefill", type=int)
     return ServerArgs(parser.parse_args(argv))
 """
 
@@ -63,12 +67,15 @@ def stand_in(root: Path, commit: str | None) -> Path:
     return root
 
 
-def run_check(pythonpath: Path, argvs: dict[str, list[str]]) -> dict[str, Any]:
+def run_check(
+    pythonpath: Path, argvs: dict[str, list[str]], envs: dict[str, dict[str, str]] | None = None
+) -> dict[str, Any]:
     """The launcher as the role runs it: `python -c <its text>`, the plan's argvs on stdin."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT.read_text()],
-        input=json.dumps({"argvs": argvs}), capture_output=True, text=True, env=env, check=True, timeout=60,
+        input=json.dumps({"argvs": argvs, "envs": envs or {}}),
+        capture_output=True, text=True, env=env, check=True, timeout=60,
     )  # fmt: skip
     return json.loads(done.stdout)
 
@@ -82,6 +89,8 @@ def test_every_argv_is_parsed_and_resolved_and_each_refusal_names_the_flag(tmp_p
             "typo": ["--model-path", "/m", "--max-runing-requests", "64"],
             "k4": ["--model-path", "/m", "--speculative-eagle-topk", "4"],
             "bad-int": ["--max-running-requests", "sixty"],
+            # An older release's spelling: 0.5.23's own check answered exactly this (docs/gpu-hosts.md).
+            "old-flag": ["--model-path", "/m", "--cuda-graph-max-bs", "64"],
         },
     )
     assert (found["version"], found["git_sha"], found["error"]) == ("0.5.23", "0123abc", None)
@@ -99,6 +108,25 @@ def test_every_argv_is_parsed_and_resolved_and_each_refusal_names_the_flag(tmp_p
         results["bad-int"]["flag"] == "--max-running-requests"
         and "invalid int value" in results["bad-int"]["message"]
     )
+    assert results["old-flag"] == {
+        "flag": "--cuda-graph-max-bs",
+        "message": "sglang serve: error: ambiguous option: --cuda-graph-max-bs could match "
+        "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
+    }
+
+
+def test_each_config_resolves_under_its_own_sglang_variables(tmp_path: Path) -> None:
+    argv = ["--model-path", "/m", "--max-running-requests", "64"]
+    found = run_check(
+        stand_in(tmp_path, None),
+        {"strict": argv, "plain": argv},
+        {"strict": {"SGLANG_SPEC_STRICT": "1"}},
+    )
+    assert found["results"]["plain"] is None  # strict's variable did not stay for the next config
+    assert found["results"]["strict"] == {
+        "flag": "--max-running-requests",
+        "message": "ValueError: --max-running-requests is not allowed with SGLANG_SPEC_STRICT=1",
+    }
 
 
 def test_a_wheel_install_has_no_git_sha_and_a_broken_sglang_is_reported_not_raised(tmp_path: Path) -> None:
@@ -115,6 +143,14 @@ def test_the_input_is_each_planned_configs_flags_with_the_api_key_redacted() -> 
     assert list(argvs) == ["baseline", "s1", "s2"]
     assert argvs["s1"][:2] == ["--model-path", "/data/models/Kimi-K2.5-int4"]
     assert "s3cret" not in json.dumps(argvs) and REDACTED in argvs["s1"]
+
+
+def test_the_input_holds_each_configs_sglang_variables_and_no_others() -> None:
+    entries = gpu_plan("1,8")["hosts"]["gpu0"]["entries"]
+    entries[1] = {**entries[1], "env": {**entries[1]["env"], "SGLANG_SPEC_STRICT": "1", "HF_TOKEN": "t"}}
+    envs = sglang_check_input(entries)["envs"]
+    assert "NCCL_PROTO" in entries[0]["env"]  # the example's NCCL tuning: not SGLang's to read
+    assert envs == {"baseline": {}, "s1": {"SGLANG_SPEC_STRICT": "1"}, "s2": {}}
 
 
 ON = {"host": "gpu0", "version": "0.5.23"}

@@ -16,15 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from memcg import HOG, memory_cgroup
 from module_runner import module_utils, run_module
 
 proc = module_utils("specsweep_proc")
 
 # Stand-in servers by mode: quiet (no output, no CPU), chatty (a log line every 0.2 s), busy (CPU,
 # no output), exit (a usage error), http (answers health and generation), error (healthy, but answers
-# generation with the same 500), error-changing (a 500 whose body changes).
+# generation with the same 500), error-changing (a 500 whose body changes), hog (allocates once told).
 SERVER = r"""
-import http.server, sys, time
+import http.server, os, sys, time
 mode, port = sys.argv[1], int(sys.argv[2])
 if mode == "quiet":
     time.sleep(600)
@@ -33,6 +34,10 @@ while mode == "chatty":
     time.sleep(0.2)
 while mode == "busy":
     sum(range(100000))
+if mode == "hog":  # loading "weights" once the test has put it in a small memory cgroup
+    while not os.path.exists(os.environ["HOG_GO"]):
+        time.sleep(0.05)
+    exec(os.environ["HOG"])
 if mode == "exit":
     print("error: unrecognized arguments: --foo", flush=True)
     sys.exit(2)
@@ -75,8 +80,10 @@ def launch(tmp_path: Path) -> Iterator[Callable[[str], dict[str, Any]]]:
     def start(mode: str) -> dict[str, Any]:
         port = free_port()
         log = tmp_path / "sweep" / "s1.log"
+        env = {"HOG_GO": str(tmp_path / "go"), "HOG": HOG}
         up = run_module("specsweep_server", {"state": "started", "argv": [sys.executable, "-c", SERVER, mode,
-                        str(port)], "pidfile": str(pidfile), "log_path": str(log), "port": port})  # fmt: skip
+                        str(port)], "env": env, "pidfile": str(pidfile), "log_path": str(log),
+                        "port": port})  # fmt: skip
         assert up["changed"] is True, up
         url = f"http://127.0.0.1:{port}"
         return {"record": up, "engine": "llama_cpp", "url": url, "pidfile": str(pidfile),
@@ -158,6 +165,27 @@ def test_a_server_killed_while_loading_names_the_signal(launch: Callable[[str], 
     result, took = wait(args)
     assert result.get("failed") is True and "signal 9: SIGKILL" in result["msg"], result
     assert result["exit"]["signal_name"] == "SIGKILL" and took < 10
+
+
+def test_a_server_the_oom_killer_ends_while_loading_is_oom_killed_with_the_kernels_line(
+    launch: Callable[[str], dict[str, Any]], tmp_path: Path
+) -> None:
+    args = launch("hog")
+    pid = args["record"]["server_pid"]
+    group = memory_cgroup(f"specsweep-test-{os.getpid()}")
+    try:
+        (group / "cgroup.procs").write_text(str(pid))
+        (tmp_path / "go").touch()
+        result, took = wait(args)
+    finally:
+        proc.wait_until(lambda: not (group / "cgroup.procs").read_text().strip(), 10.0)
+        group.rmdir()
+    assert (result.get("failed"), result.get("cause")) == (True, "oom_killed"), result
+    said = (
+        rf"server exited while loading \(oom_killed, signal 9: SIGKILL\): the kernel: .*Killed process {pid} "
+    )
+    assert re.match(said, result["msg"]), result["msg"]
+    assert took < 30, took
 
 
 def test_a_ready_server_passes_and_the_call_renews_the_lease(

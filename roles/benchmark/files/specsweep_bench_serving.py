@@ -28,6 +28,9 @@ What bench_serving measures, and how it lands in the fact:
   --flush-cache resets them after the warm-up (serving.py:1519-1523, SGLang's
   Scheduler.flush_cache -> metrics_reporter.reset_metrics), so it is this run's. Data-parallel
   servers report rank 0 only.
+- server load: specsweep_bench.py's probe (specsweep_serverload.py) reads the server's own
+  running and queued requests from /metrics while bench_serving runs; the run keeps those inside
+  bench_serving's measured window (bench_window), as Run.server_load.
 - everything else bench_serving computed (output_throughput, median_itl_ms, p99_ttft_ms, ...)
   stays in server_info["bench_serving_runs"], one entry per run; the raw JSONL (with the
   server's /server_info per line) stays on the host (--jsonl), bench_serving's console output
@@ -47,7 +50,9 @@ import urllib.parse
 from typing import Any
 
 import specsweep_interference
+import specsweep_serverload
 from specsweep_bench import (
+    Client,
     add_measurement_options,
     emit,
     level_key,
@@ -190,6 +195,15 @@ def convert_line(
     return run, {"concurrency": concurrency, "repeat": repeat, **aggregates}
 
 
+def bench_window(jsonl: str, duration_s: float) -> tuple[float, float]:
+    """bench_serving's measured window in epoch seconds. It has no timestamps of its own: it appends
+    the result line right after its metrics (serving.py:1961), and its `duration` runs from the
+    first request sent to the last answer and its /server_info read (serving.py:1551-1665), so the
+    window ends at the line's write (the file's mtime) and lasts `duration`; the warm-up is before."""
+    closes = os.stat(jsonl).st_mtime
+    return closes - duration_s, closes
+
+
 def read_lines(path: str) -> list[str]:
     """Non-empty lines of a text file; [] when it does not exist."""
     try:
@@ -268,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
     last: Doc = {}
     warmup = args.warmup  # once per config, like specsweep_bench.py
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
+    client = Client("sglang", args.url, api_key, args.timeout_s)
+    probe = specsweep_serverload.Probe("sglang", client.host, client.port, client.headers)
     for conc in args.concurrency:
         n = requests_per_level(conc, len(prompts), args.requests)
         for repeat in range(1, args.repeats + 1):
@@ -282,6 +298,7 @@ def main(argv: list[str] | None = None) -> int:
             rounds = math.ceil((n + warmup) / conc)
             arrivals = n / args.request_rate if args.request_rate else 0.0  # the mean time to send all
             watch.begin()  # bench_serving runs in the client's process group: its CPU is ours
+            probe.start()
             try:
                 run_bench(cmd, env, STARTUP_S + arrivals + args.timeout_s * rounds, log, where)
                 lines = read_lines(args.jsonl)
@@ -292,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
             except (BenchError, ValueError) as exc:
                 emit({"error": f"{where}: {exc}", "runs": runs}, args.output)
                 return 1
+            finally:
+                probe.stop()
             if all(r["error"] for r in run["requests"]):
                 cause = run["requests"][0]["error"]
                 error = f"every request failed ({where}): {cause}"
@@ -299,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             warmup = 0
             run["interference"] = watch.end()
+            # The server's running and queued requests inside the window (None: no figure).
+            run["server_load"] = probe.window(*bench_window(args.jsonl, run["duration_s"]))
             runs.append(run)
             aggregates.append(numbers)
     version, info = sglang_server_facts(last.get("server_info"))

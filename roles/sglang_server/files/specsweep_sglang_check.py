@@ -1,16 +1,17 @@
 """Parse and resolve every planned SGLang argv with the host's own SGLang, in one process.
 
 Run with the interpreter SGLang is installed under (sglang_server_python); stdlib only, besides the
-`sglang` it imports there. Reads {"argvs": {config_id: [flags after `-m sglang.launch_server`]}} on
-stdin and prints one JSON document: the SGLang version, the git SHA its install records (a VCS
-install's direct_url.json; null for a wheel) and, per config, None or SGLang's own refusal.
+`sglang` it imports there. Reads {"argvs": {config_id: [flags after `-m sglang.launch_server`]},
+"envs": {config_id: {SGLANG_* variable: value}}} on stdin and prints one JSON document: the SGLang
+version, the git SHA its install records (a VCS install's direct_url.json; null for a wheel) and,
+per config, None or SGLang's own refusal.
 
 Each argv goes through `prepare_server_args` (SGLang's argparse parser) and `resolve_once` where
 the release has it (0.5.20 on; older releases resolve while the ServerArgs is built). Resolution
 launches nothing and loads no weights; it reads the model's config.json (model_path, or the hub's
 for a repo id, as the launch would) and asks the GPU its memory size (SGLang's own
-get_device_memory_capacity). The environment each resolution sets (handlers export SGLANG_*
-variables) is put back before the next.
+get_device_memory_capacity). Each config resolves under its own SGLANG_* variables, as it
+launches; the environment (which handlers change too) is put back before the next.
 """
 
 from __future__ import annotations
@@ -35,11 +36,12 @@ def refusal(argv: list[str], message: str) -> dict[str, Any]:
     return {"flag": (given or named or [None])[0], "message": message.strip()}
 
 
-def check(prepare: Any, argv: list[str]) -> dict[str, Any] | None:
-    """None when SGLang parses and resolves `argv`; else its refusal."""
+def check(prepare: Any, argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
+    """None when SGLang parses and resolves `argv` under the variables `env`; else its refusal."""
     saved = dict(os.environ)
     errors = io.StringIO()
     try:
+        os.environ.update(env)
         with contextlib.redirect_stderr(errors):
             server_args = prepare(argv)
             resolve = getattr(server_args, "resolve_once", None)
@@ -75,7 +77,11 @@ def main() -> int:
         error = f"{type(exc).__name__}: {exc}"
         print(json.dumps({"version": None, "git_sha": None, "error": error, "results": {}}))
         return 0
-    results = {cid: check(prepare_server_args, list(argv)) for cid, argv in asked["argvs"].items()}
+    envs = asked.get("envs") or {}
+    results = {
+        cid: check(prepare_server_args, list(argv), dict(envs.get(cid) or {}))
+        for cid, argv in asked["argvs"].items()
+    }
     found = {"version": getattr(sglang, "__version__", None), "git_sha": git_sha(), "error": None}
     print(json.dumps({**found, "results": results}))
     return 0
