@@ -32,7 +32,7 @@ RUN_COLUMNS = [
     "output_tokens", "accept_length", "accept_rate", "drafted", "accepted",
     "verify_steps", "step_time_ms", "fact_id", "run_index", "launch_index", "workload",
     "achieved_concurrency", "interfered", "window_output_tokens", "window_requests", "accepted_histogram",
-    "server_running", "server_queued", "server_queued_max",
+    "server_running", "server_queued", "server_queued_max", "launch_prior_cv_pct", "launch_prior_df",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
@@ -47,6 +47,7 @@ FLOAT_COLUMNS = [
     "started_at", "duration_s", "decode_tps", "user_tps", *LATENCY_COLUMNS,
     "accept_length", "accept_rate", "step_time_ms", "achieved_concurrency",
     "window_output_tokens", "window_requests", "server_running", "server_queued", "server_queued_max",
+    "launch_prior_cv_pct", "launch_prior_df",
 ]  # fmt: skip
 BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]
 # Few distinct values over many rows: categories keep the frames (and the cache) small.

@@ -237,6 +237,16 @@ class Suite(_Part, kw_only=True):
     version: str | None = None
 
 
+class LaunchPrior(_Part, kw_only=True):
+    """The launch-to-launch spread one-launch verdicts allow for (analysis.running.prior): the CV of
+    a launch's mean tok/s, in %, worth `df` degrees of freedom (None: treated as known)."""
+
+    cv_pct: float
+    df: float | None = None
+    source: str  # where it came from, in words: earlier sweeps on this host, or the assumption
+    from_history: bool  # false: no history on this host/engine/model, the stated assumption
+
+
 class Fact(_Part, kw_only=True):
     """Everything known about one (sweep, host, config)."""
 
@@ -258,6 +268,9 @@ class Fact(_Part, kw_only=True):
     launch_index: int = 1
     # Racing (-e race=true) did not run this launch (status skipped): why the config lost, in words.
     raced_out: str | None = None
+    # The launch spread the plan took for this host's one-launch verdicts (None: older facts, which
+    # were judged on the assumed spread, analysis.report.compare.LAUNCH_CV_PRIOR).
+    launch_prior: LaunchPrior | None = None
     # Required, unlike the writer's other defaults: a document that does not say its version
     # cannot be migrated, and is refused rather than guessed.
     schema_version: int

@@ -45,16 +45,21 @@ TABLE_COLUMNS = [
     # verdict against the baseline, repeats flagged for interference, unsteady launches, drift
     "launches", "ci_basis", "verdict", "verdict_ci_lo", "verdict_ci_hi", "interfered", "unsteady",
     "launch_cv_pct", "launch_df", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
+    # the launch spread a one-launch verdict allowed (analysis.running.prior): CV %, its df (NaN: known)
+    "launch_prior_cv_pct", "launch_prior_df",
     "achieved_concurrency", "level_reached",  # was the load level held (docs/load.md)
     # the server's own count where it gave one (docs/results.md): mean running, mean and most
     # queued, and whether it queued what the client counted in flight
     "server_running", "server_queued", "server_queued_max", "queued",
 ]  # fmt: skip
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
+# The launch spread a one-launch verdict allows, per row (analysis.running.prior).
+PRIOR_COLUMNS = ["launch_prior_cv_pct", "launch_prior_df"]
 # What the speedup intervals need from the other side.
 _STATS = ["score", "se2", "se_df", "launches", "ci_basis"]
 # The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
-# measured no config twice: measured on the README demo's machine (docs/trust-stats.md).
+# measured no config twice and its host's history had none (analysis.running.prior): measured on
+# the README demo's machine (docs/trust-stats.md).
 LAUNCH_CV_PRIOR = 0.25
 # A level is reached when every good repeat held at least this share of the asked concurrency in
 # flight (time-weighted over the measured window). A closed loop holds 99%+ (a finished request is
@@ -163,6 +168,8 @@ def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:
             server_queued=("server_queued", "max"),
             server_queued_max=("server_queued_max", "max"),
             _queued=("_queued", "any"),
+            launch_prior_cv_pct=("launch_prior_cv_pct", "first"),
+            launch_prior_df=("launch_prior_df", "first"),
         )
         .reset_index()
     )
@@ -254,18 +261,24 @@ def verdict_ci(table: pd.DataFrame, ratio: pd.Series, ref: str) -> tuple[pd.Seri
     group measured no config twice (ci_basis within_launch).
 
     There the CI says only how steady one launch was; the verdict allows each side a launch effect
-    of LAUNCH_CV_PRIOR on top (a prior treated as known), so a single run's decisive word is one
-    the next run does not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
+    on top: the host's spread from its earlier sweeps (launch_prior_cv_pct, worth launch_prior_df),
+    else LAUNCH_CV_PRIOR treated as known, so a single run's decisive word is one the next run does
+    not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
     """
     se2, se_df, r_se2, r_se_df = table["se2"], table["se_df"], table[f"{ref}se2"], table[f"{ref}se_df"]
     lo, hi = log_ratio_ci(ratio, se2, se_df, r_se2, r_se_df)
     one = table["ci_basis"].eq("within_launch") | table[f"{ref}ci_basis"].eq("within_launch")
     if not one.any():
         return lo, hi
-    prior = np.log1p(LAUNCH_CV_PRIOR**2)
+    # A frame without PRIOR_COLUMNS (a mix's) takes the assumed spread.
+    missing = pd.Series(np.nan, index=table.index)
+    cv = (table.get("launch_prior_cv_pct", missing) / 100.0).fillna(LAUNCH_CV_PRIOR)
+    prior = np.log1p(cv**2)
     a, b = se2 + prior, r_se2 + prior
-    # Satterthwaite with the prior's infinite degrees of freedom: only the repeats' parts count.
-    df = (a + b) ** 2 / (se2**2 / se_df + r_se2**2 / r_se_df)
+    # Satterthwaite: the repeats' parts and the prior's (one estimate on both sides; an assumed
+    # prior is known, infinite degrees of freedom, and adds nothing).
+    prior_part = ((2.0 * prior) ** 2 / table.get("launch_prior_df", missing)).fillna(0.0)
+    df = (a + b) ** 2 / (se2**2 / se_df + r_se2**2 / r_se_df + prior_part)
     wide_lo, wide_hi = ratio_ci(ratio, a + b, df)
     return lo.where(~one, wide_lo.where(lo.notna())), hi.where(~one, wide_hi.where(hi.notna()))
 

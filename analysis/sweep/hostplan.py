@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
+from analysis.facts.schema import LaunchPrior
 from analysis.sweep.client import CLIENTS
 from analysis.sweep.config import ENGINES, Config
 from analysis.sweep.order import CHECK, FINALIST, GRID
@@ -101,6 +102,9 @@ class HostPlan(_Part, kw_only=True):
     run_dir: str  # the host's folder for server logs, pidfiles and kept facts
     lock_path: str  # the host's sweep lock
     adaptive_config: AdaptiveCopy | None
+    # The launch spread its one-launch verdicts and finalists take (analysis.running.prior); every
+    # fact of this host records it. None in older plans (the assumed spread).
+    launch_prior: LaunchPrior | None = None
 
 
 # Every setting of the request, typed (analysis.sweep.request reads and checks them; plan.json and

@@ -53,6 +53,7 @@ def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log
         "benchmark_output": run.get("benchmark_output"),
         "failure": failure,
         "launch_index": int(run.get("launch_index") or 1),
+        "launch_prior": run.get("launch_prior"),
     }
 
 

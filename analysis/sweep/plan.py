@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
+from analysis.facts.schema import LaunchPrior
 from analysis.redact import REDACTED, redact_argv, redact_env
+from analysis.running import prior
 from analysis.sweep import adaptive, client, order, sglang_releases
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
@@ -147,7 +149,8 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     if leader is None or leader.name == host.name or leader.follows is not None:
         why = "another targeted host that follows no one"
     elif request["mode"] != "replicate" or request["search"] or request["race"]:
-        why = "followed in a plain replicate sweep (no shard mode, no search, no race)"
+        # race is on by default with launches >= 2: the fix is named.
+        why = "followed in a plain replicate sweep (no shard mode, no search, race=false)"
     else:
         return []
     return [
@@ -156,8 +159,10 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
 
 
 def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request) -> int:
-    """Launches one host makes: each of `launches`, the baseline's again, one finalist at least; a
-    search's probes at most all."""
+    """Launches one host makes: each of `launches`, the baseline's again, the finalists; a search's
+    probes at most all. Finalists: on an assumed launch spread (25%) nearly every config is within
+    noise of the best, so all of them; on a host's known spread one (a close call's best and rival,
+    or a clear decision's none: analysis.running.prior)."""
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
     plans = list(hosts.values())
@@ -168,7 +173,8 @@ def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], 
     else:
         shared = sum(s.speculative for s in slots)
         shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
-    finalists = int(bool(request["finalists"]) and spec > 0 and not request["search"])
+    known = bool(plans) and all(p.launch_prior and p.launch_prior.from_history for p in plans)
+    finalists = (1 if known else shared) if request["finalists"] and spec > 0 and not request["search"] else 0
     return own + shared + finalists
 
 
@@ -303,6 +309,14 @@ def build(
     plans = {
         n: _host_plan(h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed, records)
         for n, h in hosts.items()
+    }
+    plans = {
+        n: msgspec.structs.replace(
+            p, launch_prior=prior.from_history(results_dir, n, p.engine, p.server.model, identity.sweep_id)
+        )
+        if p.server
+        else p
+        for n, p in plans.items()
     }
     sweep = {
         "id": identity.sweep_id,
@@ -487,6 +501,7 @@ def describe(plan: dict[str, Any]) -> str:
     lines = [summary(sweep)]
     lines += [f"  grid: {w}" for w in sweep["warnings"]]
     lines += [f"  WARNING: {sweep['estimate']['warning']}"] if sweep["estimate"].get("warning") else []
+    lines += priors(sweep, plan["hosts"])
     for host, hp in plan["hosts"].items():
         lines.append(f"{host} ({hp['engine']}):")
         lines += [f"  PROBLEM: {p}" for p in hp["problems"]]
@@ -520,7 +535,22 @@ def summary(sweep: Mapping[str, Any]) -> str:
     )
 
 
-def headline(sweep: Mapping[str, Any]) -> str:
-    """The summary, and on a line of its own the estimate's warning when the sweep is long."""
+def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:
+    """Per host whose finalists or racing judge one launch: the launch spread taken, from where,
+    and which finalists it relaunches (analysis.running.prior)."""
+    settings = sweep["settings"]
+    if not (settings["finalists"] or settings["race"]) or settings["search"]:
+        return []
+    return [
+        f"  {host}: {prior.describe(msgspec.convert(hp['launch_prior'], LaunchPrior), spec)}"
+        for host, hp in hosts.items()
+        if hp.get("launch_prior") and (spec := sum(e["config"]["speculative"] for e in hp["entries"]))
+    ]
+
+
+def headline(sweep: Mapping[str, Any], hosts: Mapping[str, Any] | None = None) -> str:
+    """The summary, the launch spread each host's finalists take, and on a line of its own the
+    estimate's warning when the sweep is long."""
     warning = sweep["estimate"].get("warning")
-    return summary(sweep) + (f"\nWARNING: {warning}" if warning else "")
+    lines = [summary(sweep), *priors(sweep, hosts or {})]
+    return "\n".join(lines) + (f"\nWARNING: {warning}" if warning else "")

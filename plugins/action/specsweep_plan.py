@@ -137,7 +137,7 @@ class ActionModule(ActionBase):
                     f"not mix: {'; '.join(mixed)}. Choose another sweep_id, or measure as they were."
                 )
             self._write(Path(ident.sweep_dir), ident.run_id, document)
-        say = plan.describe(document) if req["plan_only"] else plan.headline(built["sweep"])
+        say = plan.describe(document) if req["plan_only"] else plan.headline(built["sweep"], built["hosts"])
         return {**result, "changed": False, **built, "owner": owner, "phases": selected, "specsweep_say": say}
 
     def _host(self, task_vars: dict[str, Any], host: str) -> plan.HostInput:
