@@ -305,6 +305,8 @@ def sglang_argv(config: Config, s: Settings, slots: int) -> list[str]:
     argv += _sglang_capacity(s, release.graph_bs_flag, max_bs)
     if _flag(s, "enable_metrics"):
         argv.append("--enable-metrics")
+    if _flag(s, "skip_warmup"):  # the suite's proving generation warms the server up (docs/gpu-hosts.md)
+        argv.append("--skip-server-warmup")
     api_key = _text(s, "api_key")
     if api_key is not None:
         argv += ["--api-key", api_key]
@@ -385,6 +387,7 @@ ENGINES = {
             "attention_backend",
             "cuda_graph_max_bs_decode",
             "enable_metrics",
+            "skip_warmup",
             "api_key",
             "nnodes",
             "node_rank",
