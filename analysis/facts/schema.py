@@ -247,6 +247,15 @@ class LaunchPrior(_Part, kw_only=True):
     from_history: bool  # false: no history on this host/engine/model, the stated assumption
 
 
+class Prefetch(_Part, kw_only=True):
+    """The next launch's checkpoint, asked into the page cache as this launch's benchmark began
+    (plugins/modules/specsweep_prefetch.py; the reads finish in the background)."""
+
+    files: int
+    bytes: int
+    missing: list[str] = msgspec.field(default_factory=list)
+
+
 class Fact(_Part, kw_only=True):
     """Everything known about one (sweep, host, config)."""
 
@@ -271,6 +280,8 @@ class Fact(_Part, kw_only=True):
     # The launch spread the plan took for this host's one-launch verdicts (None: older facts, which
     # were judged on the assumed spread, analysis.report.compare.LAUNCH_CV_PRIOR).
     launch_prior: LaunchPrior | None = None
+    # -e prefetch: what was read ahead for the next launch during this one's benchmark (None: off).
+    prefetch: Prefetch | None = None
     # Required, unlike the writer's other defaults: a document that does not say its version
     # cannot be migrated, and is refused rather than guessed.
     schema_version: int

@@ -105,6 +105,9 @@ class HostPlan(_Part, kw_only=True):
     # The launch spread its one-launch verdicts and finalists take (analysis.running.prior); every
     # fact of this host records it. None in older plans (the assumed spread).
     launch_prior: LaunchPrior | None = None
+    # Checkpoint files or folders read into the page cache during each benchmark (-e prefetch;
+    # analysis.sweep.prefetch), for the launch after it; empty: none.
+    prefetch: list[str] = msgspec.field(default_factory=list)
 
 
 # Every setting of the request, typed (analysis.sweep.request reads and checks them; plan.json and

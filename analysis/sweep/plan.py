@@ -19,7 +19,7 @@ import msgspec
 from analysis.facts.schema import LaunchPrior
 from analysis.redact import REDACTED, redact_argv, redact_env
 from analysis.running import prior
-from analysis.sweep import adaptive, client, order, sglang_releases
+from analysis.sweep import adaptive, client, order, prefetch, sglang_releases
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
 from analysis.sweep.adaptive import BUILTIN_SCHEDULE
@@ -134,6 +134,7 @@ def _host_plan(
         run_dir=host.run_dir,
         lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
         adaptive_config=copy,
+        prefetch=prefetch.paths(host.engine, host.settings, request["prefetch"]) if server else [],
     )
 
 

@@ -318,6 +318,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bench_level_budget_s", positive_number, 60.0, "a stopping level sends for at most this long, s"),
     Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
     Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),
+    Setting(
+        "prefetch",
+        boolean,
+        True,
+        "read the checkpoint into the page cache during each benchmark, for the next launch",
+    ),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     Setting(
