@@ -8,6 +8,7 @@ touched; each host then receives its own entries (config, argv, env) and launche
 from __future__ import annotations
 
 import json
+import os
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class HostInput:
     client: str = "specsweep"  # benchmark_client: specsweep's own, or SGLang's bench_serving
     # The benchmark role's other host variables by short name (analysis.sweep.client.ROLE_DEFAULTS).
     benchmark: Mapping[str, Any] = field(default_factory=lambda: dict(client.ROLE_DEFAULTS))
+    local: bool = False  # the controller itself (ansible_connection local): its load can be read
 
 
 @dataclass(frozen=True)
@@ -195,14 +197,25 @@ def _prompt_set_records() -> int:
     return len(PROMPT_SET.read_text(encoding="utf-8").splitlines())
 
 
+def cpu_now(host: HostInput) -> tuple[float, float] | None:
+    """A CPU engine's (cores it would get now, its threads) on a host that is the controller: the
+    load average says how many others run (analysis.sweep.estimate.free_cores); None elsewhere."""
+    if not host.local or host.engine not in est.CPU_ENGINES:
+        return None
+    need = float(host.settings.get("threads") or 1)
+    return est.free_cores(os.getloadavg()[0], os.cpu_count() or 1, need), need
+
+
 def estimate(
     configs: list[cfg.Config],
     hosts: Mapping[str, HostPlan],
     request: Request,
     results_dir: Path,
     traffic: Mapping[str, Any] | None = None,
+    cpu: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> dict[str, Any]:
-    """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's."""
+    """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
+    `cpu`: per host, cpu_now's figure."""
     per_host = launches_per_host(configs, hosts, request)
     measure = est.Measure(
         repeats=request["repeats"],
@@ -218,9 +231,9 @@ def estimate(
     estimates = [
         est.parts(
             est.history(results_dir, h.engine, h.server.model),
-            h.engine, levels, measure, per_host, h.server.health_timeout_s,
+            h.engine, levels, measure, per_host, h.server.health_timeout_s, (cpu or {}).get(n),
         )
-        for h in hosts.values() if h.server
+        for n, h in hosts.items() if h.server
     ]  # fmt: skip
     if not estimates:
         return {"configs": len(configs), "launches_per_host": per_host, "seconds": None, "text": "unknown"}
@@ -333,7 +346,9 @@ def build(
         "warnings": warnings,
         # The workloads' records file (controller) and each set by counts and hash, never its text.
         "workloads": traffic,
-        "estimate": estimate(configs, plans, request, results_dir, traffic),
+        "estimate": estimate(
+            configs, plans, request, results_dir, traffic, {n: cpu_now(h) for n, h in hosts.items()}
+        ),
     }
     return {"errors": [], "sweep": dump(load(Sweep, sweep)), "hosts": {n: dump(p) for n, p in plans.items()}}
 

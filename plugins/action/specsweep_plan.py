@@ -166,6 +166,7 @@ class ActionModule(ActionBase):
             lock_path=value("specsweep_lock_path", "") or f"{run_dir}/sweep.lock",
             client=str(bench("benchmark_client")),
             benchmark={key: bench(f"benchmark_{key}") for key in client.ROLE_DEFAULTS},
+            local=value("ansible_connection", "ssh") == "local",
         )
 
     def _check_variables(self, task_vars: dict[str, Any], host: str, extra: dict[str, Any]) -> list[str]:
