@@ -62,11 +62,12 @@ def test_a_checkpoint_folder_is_its_weight_files_and_a_missing_path_is_named(tmp
 
 
 def test_the_module_returns_at_once_and_the_file_comes_into_the_page_cache(tmp_path: Path) -> None:
-    weights = evicted(tmp_path / "w.gguf", 8 << 20)
+    # Larger than a readahead window (8 MB here): one WILLNEED call for the whole file reads only that.
+    weights = evicted(tmp_path / "w.gguf", 40 << 20)
     if resident(weights) > 0.5:  # a filesystem that keeps everything in memory proves nothing
         raise AssertionError(f"{tmp_path} kept the file cached after DONTNEED: put tmp_path on a disk")
     result = run_module("specsweep_prefetch", {"paths": [str(weights), str(tmp_path / "none")]})
-    assert (result["files"], result["bytes"], result["missing"]) == (1, 8 << 20, [str(tmp_path / "none")])
+    assert (result["files"], result["bytes"], result["missing"]) == (1, 40 << 20, [str(tmp_path / "none")])
     assert result["changed"] is False
     deadline = time.monotonic() + 20
     while resident(weights) < 1.0 and time.monotonic() < deadline:
