@@ -62,7 +62,8 @@ class History:
     setup_s: float | None = None  # from the run's start to its first launch
     tps: dict[tuple[str | None, int], float] = field(default_factory=dict)  # window tok/s by level
     cv: dict[tuple[str | None, int], float] = field(default_factory=dict)  # per-request tok/s spread
-    free: float | None = None  # CPU engines: median cores the server had, of its threads' need
+    free: float | None = None  # CPU engines: median cores the server had, up to its threads' need
+    need: float = 1.0  # and its threads
 
 
 def t975(df: float) -> float:
@@ -196,6 +197,7 @@ def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float |
                 spread.setdefault(key, []).append(statistics.stdev(rates) / statistics.mean(rates))
     if out.free is None and shares and not out.tps:
         out.free = statistics.median(shares)
+        out.need = statistics.median(_threads(f) for f in facts)
     for key, values in tps.items():
         out.tps.setdefault(key, statistics.median(values))
     for key, values in spread.items():
@@ -295,6 +297,8 @@ def parts(
         share = cpu_share(*cpu_now)
         had = f"; history's runs had {h.free:.2f}" if h.free is not None else ""
         assumed.append(f"the server gets {cpu_now[0]:.2f} of its {cpu_now[1]:g} core(s) now{had}")
+    elif h.free is not None and engine in CPU_ENGINES:
+        share = cpu_share(h.free, h.need)  # load unseen: the share history's runs had
     for level in levels:
         tps, why = level_rate(h, engine, level.workload, level.concurrency)
         tps *= share

@@ -44,7 +44,7 @@ def test_history_rates_are_taken_back_to_a_whole_servers_share(tmp_path: Path) -
     h = est.history(tmp_path, "llama_cpp", "/models/gemma.gguf")
     assert h.tps[(None, 1)] == pytest.approx(20.0)
     assert h.free == pytest.approx(0.75)  # the median of 0.5 and 1 (its need)
-    # A GPU engine's rates are its own: the CPU share does not set them.
+    # A GPU engine's rates are its own (below): the CPU share does not set them.
     assert est._free({"host_facts": {"cpu_count": 2}}, {"interference": {"cpu_other_cores": 1.5}}) == 0.5
 
 
@@ -57,8 +57,12 @@ def test_the_benchmark_is_scaled_to_the_share_the_load_leaves_now(tmp_path: Path
     crowded = est.parts(h, "llama_cpp", levels, m, 4, 120, (0.5, 1.0))
     assert crowded.bench_s == pytest.approx(2 * quiet.bench_s)
     assert "the server gets 0.50 of its 1 core(s) now; history's runs had 1.00" in crowded.assumptions
-    # Unseen load (a remote host) or a GPU engine: the history's rate as it is.
+    # Unseen load (a remote host): the share the history's runs had, their rate as measured.
     assert est.parts(h, "llama_cpp", levels, m, 4, 120).bench_s == pytest.approx(quiet.bench_s)
+    sweep_with(tmp_path / "loaded", [(10.0, 1.5)])
+    loaded = est.history(tmp_path / "loaded", "llama_cpp", "/models/gemma.gguf")
+    assert loaded.tps[(None, 1)] == pytest.approx(20.0) and loaded.free == 0.5
+    assert est.parts(loaded, "llama_cpp", levels, m, 4, 120).bench_s == pytest.approx(crowded.bench_s)
     gpu = est.parts(h, "sglang", levels, m, 4, 120, (0.5, 1.0))
     assert gpu.bench_s == pytest.approx(quiet.bench_s) and not any("core" in a for a in gpu.assumptions)
 
