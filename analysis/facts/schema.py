@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from analysis.sweep.config import ENGINES, Config
+from analysis.sweep.launchprior import LaunchPrior
 
 SCHEMA_VERSION = 1
 
@@ -235,16 +236,6 @@ class Suite(_Part, kw_only=True):
 
     git_rev: str | None = None
     version: str | None = None
-
-
-class LaunchPrior(_Part, kw_only=True):
-    """The launch-to-launch spread one-launch verdicts allow for (analysis.running.prior): the CV of
-    a launch's mean tok/s, in %, worth `df` degrees of freedom (None: treated as known)."""
-
-    cv_pct: float
-    df: float | None = None
-    source: str  # where it came from, in words: earlier sweeps on this host, or the assumption
-    from_history: bool  # false: no history on this host/engine/model, the stated assumption
 
 
 class Prefetch(_Part, kw_only=True):

@@ -14,6 +14,7 @@ from analysis.report import equivalence
 from analysis.report.launches import launch_table
 from analysis.stats import log_ratio_ci, median_ci, ratio_ci, straddles_zero, verdict
 from analysis.sweep import config
+from analysis.sweep.launchprior import LAUNCH_CV_PRIOR
 
 # A table row is one config measured in one of these groups; speedups compare within one. A host
 # group's facts share a baseline launch; each launch measures every (workload, concurrency).
@@ -57,10 +58,6 @@ NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flag
 PRIOR_COLUMNS = ["launch_prior_cv_pct", "launch_prior_df"]
 # What the speedup intervals need from the other side.
 _STATS = ["score", "se2", "se_df", "launches", "ci_basis"]
-# The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
-# measured no config twice and its host's history had none (analysis.running.prior): measured on
-# the README demo's machine (docs/trust-stats.md).
-LAUNCH_CV_PRIOR = 0.25
 # A level is reached when every good repeat held at least this share of the asked concurrency in
 # flight (time-weighted over the measured window). A closed loop holds 99%+ (a finished request is
 # replaced within a millisecond); 90% still marks a level one request short up to c = 9, and is the

@@ -22,23 +22,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.facts.schema import LaunchPrior
-from analysis.report.compare import LAUNCH_CV_PRIOR
 from analysis.running import race
-from analysis.stats import t975
+from analysis.sweep.launchprior import ASSUMED, LaunchPrior, tau2
 
 SWEEPS_READ = 10  # earlier sweeps read, newest first (as analysis.sweep.estimate)
-ASSUMED = LaunchPrior(
-    cv_pct=LAUNCH_CV_PRIOR * 100.0,
-    df=None,
-    source="assumed: no earlier sweep of this host, engine and model launched a config twice",
-    from_history=False,
-)
-
-
-def _tau2(cv_pct: float) -> float:
-    """The variance of a launch's log mean tok/s whose CV is `cv_pct` %."""
-    return math.log1p((cv_pct / 100.0) ** 2)
 
 
 def from_history(results_dir: Path, host: str, engine: str, model: str | None, sweep_id: str) -> LaunchPrior:
@@ -59,7 +46,7 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
         if spread.empty:
             continue
         first = spread.iloc[0]  # one pooled value per (sweep, host, engine, model)
-        ss += _tau2(float(first["launch_cv_pct"])) * float(first["launch_df"])
+        ss += tau2(float(first["launch_cv_pct"])) * float(first["launch_df"])
         df += float(first["launch_df"])
         used.append(folder.name)
     if not df:
@@ -71,13 +58,6 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
         source=f"{len(used)} earlier sweep(s) on {host} ({', '.join(used)}), {df:.0f} df",
         from_history=True,
     )
-
-
-def close_gap_pct(prior: LaunchPrior) -> float:
-    """How far behind the best (%) a rival measured once on each side is still a close call at this
-    spread: the 95% half-width of two one-launch means' log difference (repeat noise left out)."""
-    df = pd.Series([prior.df if prior.df else math.inf])
-    return -math.expm1(-float(t975(df).iloc[0]) * math.sqrt(2.0 * _tau2(prior.cv_pct))) * 100.0
 
 
 def finalists(step: pd.DataFrame, candidates: Collection[str], prior: LaunchPrior | None) -> list[str]:
@@ -94,17 +74,3 @@ def finalists(step: pd.DataFrame, candidates: Collection[str], prior: LaunchPrio
         if not rivals.empty:
             chosen |= {*level.loc[level["best"], "config"], *rivals["config"]}
     return [c for c in candidates if c in chosen]
-
-
-def describe(prior: LaunchPrior, speculative: int) -> str:
-    """The plan's sentence: the spread, where it came from, and which finalists it relaunches."""
-    if not prior.from_history:
-        return (
-            f"launch spread {prior.cv_pct:.0f}% ({prior.source}): the finalists are the best and every "
-            f"config within noise of it (up to {speculative})"
-        )
-    return (
-        f"launch spread {prior.cv_pct:.1f}% from {prior.source}: one launch decides a level where every "
-        f"rival is more than about {close_gap_pct(prior):.1f}% behind the best; only the best and its "
-        f"rivals of a closer call are launched again (0 to {speculative})"
-    )

@@ -16,9 +16,9 @@ from typing import Any, Literal, TypeVar
 
 import msgspec
 
-from analysis.facts.schema import LaunchPrior
 from analysis.sweep.client import CLIENTS
 from analysis.sweep.config import ENGINES, Config
+from analysis.sweep.launchprior import LaunchPrior
 from analysis.sweep.order import CHECK, FINALIST, GRID
 from analysis.sweep.request import SETTINGS
 

@@ -10,22 +10,21 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from analysis.facts.schema import LaunchPrior
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.running import prior
-from analysis.sweep import adaptive, client, order, prefetch, sglang_releases
+from analysis.sweep import adaptive, client, launchprior, order, prefetch, sglang_releases
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
 from analysis.sweep.adaptive import BUILTIN_SCHEDULE
 from analysis.sweep.engines import ENGINES, SettingError
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
+from analysis.sweep.launchprior import LaunchPrior
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
@@ -260,10 +259,20 @@ def estimate(
     }
 
 
+# What a host's history says of its launch spread: (host, engine, model) -> the prior; the caller
+# reads it (analysis.running.prior.from_history: the facts layer sits above the plan's).
+Priors = Callable[[str, str, str | None], LaunchPrior]
+
+
 def build(
-    request: Request, hosts: Mapping[str, HostInput], identity: Identity, results_dir: Path
+    request: Request,
+    hosts: Mapping[str, HostInput],
+    identity: Identity,
+    results_dir: Path,
+    priors: Priors | None = None,
 ) -> dict[str, Any]:
-    """The whole plan, or {errors: [...]} when the request cannot be swept on these hosts."""
+    """The whole plan, or {errors: [...]} when the request cannot be swept on these hosts; each
+    host's launch spread from `priors` (None: the assumed one)."""
     errors = list(request.errors)
     configs: list[cfg.Config] = []
     warnings: list[str] = []
@@ -326,7 +335,7 @@ def build(
     }
     plans = {
         n: msgspec.structs.replace(
-            p, launch_prior=prior.from_history(results_dir, n, p.engine, p.server.model, identity.sweep_id)
+            p, launch_prior=priors(n, p.engine, p.server.model) if priors else launchprior.ASSUMED
         )
         if p.server
         else p
@@ -558,7 +567,7 @@ def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:
     if not (settings["finalists"] or settings["race"]) or settings["search"]:
         return []
     return [
-        f"  {host}: {prior.describe(msgspec.convert(hp['launch_prior'], LaunchPrior), spec)}"
+        f"  {host}: {launchprior.describe(msgspec.convert(hp['launch_prior'], LaunchPrior), spec)}"
         for host, hp in hosts.items()
         if hp.get("launch_prior") and (spec := sum(e["config"]["speculative"] for e in hp["entries"]))
     ]

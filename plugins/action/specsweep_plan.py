@@ -27,6 +27,7 @@ from ansible.vars.plugins import get_vars_from_inventory_sources
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts.record import space_problem
 from analysis.files import write_json_atomic
+from analysis.running import prior
 from analysis.sweep import client, hostplan, hostvars, identity, plan, request, sweeplock
 from analysis.sweep.engines import ENGINES
 
@@ -116,7 +117,11 @@ class ActionModule(ActionBase):
             req = request.read(given, {**defaults, **request.resumed(earlier, given)})
             if req.errors:
                 raise AnsibleActionFail("Invalid sweep request: " + " | ".join(req.errors))
-        built = plan.build(req, hosts, ident, results_dir)
+        # Each host's launch spread from its earlier sweeps here (this sweep's own left out).
+        built = plan.build(
+            req, hosts, ident, results_dir,
+            lambda host, engine, model: prior.from_history(results_dir, host, engine, model, ident.sweep_id),
+        )  # fmt: skip
         if built["errors"]:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(built["errors"]))
         owner = identity.run_owner(ident.run_id, ident.sweep_id, req["lease_s"])

@@ -11,14 +11,15 @@ import msgspec
 import pytest
 from factories import config, fact, run
 from test_record import run_payload
-from test_sweep_plan import build, llama
+from test_sweep_plan import IDENTITY, ONE_LAUNCH_EACH, build, llama
 from test_sweep_race import FIRST, SECOND, launch, write
 
 from analysis.facts import record
-from analysis.facts.schema import Engine, Fact, LaunchPrior
+from analysis.facts.schema import Engine, Fact
 from analysis.report.render import prior_note
 from analysis.running import prior, race
-from analysis.sweep import outcome, plan
+from analysis.sweep import launchprior, outcome, plan, request
+from analysis.sweep.launchprior import LaunchPrior
 
 
 def known(cv_pct: float, df: float = 30.0) -> LaunchPrior:
@@ -64,8 +65,8 @@ def test_a_close_call_with_the_baseline_relaunches_the_config() -> None:
 
 def test_without_history_the_finalists_are_chosen_as_before() -> None:
     # The assumed 25%: the best and every config within noise of it (race.finalists' rule).
-    step = race.table(judged(FIRST, prior.ASSUMED))
-    assert prior.finalists(step, ["s1", "s2", "s3"], prior.ASSUMED) == ["s1", "s2", "s3"]
+    step = race.table(judged(FIRST, launchprior.ASSUMED))
+    assert prior.finalists(step, ["s1", "s2", "s3"], launchprior.ASSUMED) == ["s1", "s2", "s3"]
     assert prior.finalists(step, ["s1", "s2", "s3"], None) == race.finalists(step, ["s1", "s2", "s3"])
     # Facts without a recorded prior (older plans) are judged on the same assumed spread.
     assert race.table(FIRST)["vs_best_ci_lo"].equals(step["vs_best_ci_lo"])
@@ -73,9 +74,9 @@ def test_without_history_the_finalists_are_chosen_as_before() -> None:
 
 def test_the_close_gap_grows_with_the_spread_and_its_uncertainty() -> None:
     # 1.96 x sqrt(2) x 2% on a known spread: 5.4% behind the best is still a close call.
-    assert prior.close_gap_pct(known(2.0, df=0)) == pytest.approx(5.4, abs=0.1)
-    assert prior.close_gap_pct(known(2.0, df=3)) > prior.close_gap_pct(known(2.0, df=300))
-    assert prior.close_gap_pct(known(10.0)) > prior.close_gap_pct(known(2.0))
+    assert launchprior.close_gap_pct(known(2.0, df=0)) == pytest.approx(5.4, abs=0.1)
+    assert launchprior.close_gap_pct(known(2.0, df=3)) > launchprior.close_gap_pct(known(2.0, df=300))
+    assert launchprior.close_gap_pct(known(10.0)) > launchprior.close_gap_pct(known(2.0))
 
 
 # --------------------------------------------------------------------------------------
@@ -89,9 +90,9 @@ def earlier(results: Path, name: str, facts: list[Fact]) -> None:
 
 
 def test_the_spread_is_pooled_over_earlier_sweeps_that_launched_a_config_twice(tmp_path: Path) -> None:
-    assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now") == prior.ASSUMED
+    assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now") == launchprior.ASSUMED
     earlier(tmp_path, "once", FIRST)  # no config launched twice: no spread
-    assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now") == prior.ASSUMED
+    assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now") == launchprior.ASSUMED
     earlier(tmp_path, "twice", [*FIRST, *SECOND])
     step = race.table([*FIRST, *SECOND])
     found = prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now")
@@ -101,9 +102,9 @@ def test_the_spread_is_pooled_over_earlier_sweeps_that_launched_a_config_twice(t
     earlier(tmp_path, "again", [*FIRST, *SECOND])
     assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now").df == 4
     # Another host, engine or model has its own spread; this sweep's own facts (a resume) are not history.
-    assert prior.from_history(tmp_path, "other", "sglang", "Kimi-K2.5", "now") == prior.ASSUMED
-    assert prior.from_history(tmp_path, "h", "sglang", "Llama", "now") == prior.ASSUMED
-    assert prior.from_history(tmp_path, "h", "llama_cpp", "Kimi-K2.5", "now") == prior.ASSUMED
+    assert prior.from_history(tmp_path, "other", "sglang", "Kimi-K2.5", "now") == launchprior.ASSUMED
+    assert prior.from_history(tmp_path, "h", "sglang", "Llama", "now") == launchprior.ASSUMED
+    assert prior.from_history(tmp_path, "h", "llama_cpp", "Kimi-K2.5", "now") == launchprior.ASSUMED
     assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "again").df == 2
 
 
@@ -130,7 +131,13 @@ def test_the_plan_says_the_spread_its_source_and_the_finalists_it_relaunches(tmp
     assert "h0: launch spread 25% (assumed: no earlier sweep" in said, said
     assert "every config within noise of it (up to 2)" in said
     gemma_sweep(tmp_path / "r")
-    built = build([llama()], tmp_path / "r", steps="1,2", finalists="true")
+    given = request.read({**ONE_LAUNCH_EACH, "steps": "1,2", "finalists": "true"})
+
+    def history(host: str, engine: str, model: str | None) -> LaunchPrior:
+        return prior.from_history(tmp_path / "r", host, engine, model, IDENTITY.sweep_id)
+
+    built = plan.build(given, {"h0": llama()}, IDENTITY, tmp_path / "r", history)
+    assert built["errors"] == []
     recorded = built["hosts"]["h0"]["launch_prior"]
     assert recorded["from_history"] and recorded["source"] == "1 earlier sweep(s) on h0 (old), 1 df"
     said = plan.headline(built["sweep"], built["hosts"])
@@ -141,7 +148,8 @@ def test_the_plan_says_the_spread_its_source_and_the_finalists_it_relaunches(tmp
     assert built["sweep"]["estimate"]["launches_per_host"] == 3 + 1
     assert no_history["sweep"]["estimate"]["launches_per_host"] == 3 + 2
     # No finalists and no racing: nothing to say.
-    quiet = build([llama()], tmp_path / "r", steps="1,2")
+    quiet_request = request.read({**ONE_LAUNCH_EACH, "steps": "1,2"})
+    quiet = plan.build(quiet_request, {"h0": llama()}, IDENTITY, tmp_path / "r", history)
     assert plan.priors(quiet["sweep"], quiet["hosts"]) == []
 
 
@@ -156,7 +164,7 @@ def test_each_fact_records_the_spread_and_the_report_names_it(tmp_path: Path) ->
         "(the host's earlier sweeps, 6 df)"
     )
     # Assumed (the legend's) or measured by the sweep itself: no note.
-    for facts in (judged(FIRST, prior.ASSUMED), judged([*FIRST, *SECOND], p)):
+    for facts in (judged(FIRST, launchprior.ASSUMED), judged([*FIRST, *SECOND], p)):
         step = race.table(facts)
         assert prior_note(step, step.index.to_numpy()) == ""
     assert json.loads(json.dumps(msgspec.to_builtins(p)))["df"] == 6
