@@ -181,10 +181,10 @@ def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float |
     spread: dict[tuple[str | None, int], list[float]] = {}
     shares: list[float] = []
     for fact in facts:
+        need = _threads(fact)
         for run in fact.get("runs") or []:
             key = (run.get("workload"), int(run["concurrency"]))
             free = _free(fact, run) if cpu else None
-            need = _threads(fact)
             share = 1.0 if free is None else cpu_share(free, need)
             shares += [] if free is None else [min(free, need)]
             if run.get("window_output_tokens") and run.get("duration_s"):
