@@ -272,6 +272,7 @@ class Parts:
     overhead_s: float
     bench_s: float  # one launch's benchmark
     assumptions: tuple[str, ...]
+    cpu_free: float | None = None  # a CPU engine's cores the estimate gave the server, where seen
 
     @property
     def total_s(self) -> float:
@@ -324,7 +325,8 @@ def parts(
     if setup is None:
         setup = ASSUMED_SETUP_S
         assumed.append(f"{ASSUMED_SETUP_S:.0f} s before the first launch")
-    return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)))
+    free = cpu_now[0] if cpu_now is not None and engine in CPU_ENGINES else None
+    return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)), free)
 
 
 def lever(p: Parts, m: Measure) -> str:
@@ -358,5 +360,14 @@ def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
             f"; per launch load {load:.0f} s (estimated {planned['load_s']:.0f}), "
             f"benchmark {bench:.0f} s (estimated {planned['bench_s']:.0f})"
         )
+    had = [
+        min(free, _threads(f)) for f in _facts(root)
+        if (f.get("timings") or {}).get("started_at", 0) >= sweep["run_started_at"]
+        for r in f.get("runs") or [] if (free := _free(f, r)) is not None
+    ]  # fmt: skip
+    if had and planned.get("cpu_free") is not None:
+        # Where the load moved, the CPU engine's benchmark moved with it (the estimate's biggest unknown).
+        free = statistics.median(had)
+        medians += f"; the server had {free:.2f} core(s) (estimated {planned['cpu_free']:.2f})"
     off = took / planned["seconds"] - 1
     return f"estimate {planned['seconds']:.0f} s, took {took:.0f} s ({off:+.0%}){medians}"

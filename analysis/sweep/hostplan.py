@@ -128,6 +128,7 @@ class Estimate(_Part, kw_only=True):
     load_s: float | None = None
     overhead_s: float | None = None
     bench_s: float | None = None
+    cpu_free: float | None = None  # a CPU engine's cores the estimate gave the server (its load seen)
     assumptions: list[str] = msgspec.field(default_factory=list)  # what history did not give
     warning: str | None = None  # over an hour: the biggest lever
     text: str  # as the operator reads it

@@ -253,6 +253,7 @@ def estimate(
         "load_s": p.load_s,
         "overhead_s": p.overhead_s,
         "bench_s": p.bench_s,
+        "cpu_free": p.cpu_free,
         "assumptions": list(p.assumptions),
         "warning": warning,
         "text": text,

@@ -74,3 +74,16 @@ def test_the_plan_reads_the_load_only_of_a_host_that_is_the_controller(tmp_path:
     said = build([llama()], tmp_path, steps=1)["sweep"]["estimate"]["assumptions"]
     assert not any(a.startswith("the server gets ") for a in said), said
     assert plan.cpu_now(llama()) is None and plan.cpu_now(local)[1] == 1.0
+
+
+def test_the_end_of_sweep_line_says_the_cores_the_server_had_against_the_estimate(tmp_path: Path) -> None:
+    sweep_with(tmp_path, [(10.0, 1.5), (12.0, 1.4)])
+    planned = {"seconds": 100.0, "load_s": 2.0, "bench_s": 40.0, "cpu_free": 0.44}
+    line = est.versus({"estimate": planned, "run_started_at": 0.0}, tmp_path / "old", 150.0)
+    assert line == (
+        "estimate 100 s, took 150 s (+50%); per launch load 2 s (estimated 2), benchmark 50 s "
+        "(estimated 40); the server had 0.55 core(s) (estimated 0.44)"
+    )
+    # An estimate that did not see the load (a remote host, a GPU engine) says nothing of it.
+    assert "core" not in est.versus({"estimate": {**planned, "cpu_free": None}, "run_started_at": 0.0},
+                                    tmp_path / "old", 150.0)  # fmt: skip
