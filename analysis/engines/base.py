@@ -92,6 +92,8 @@ class Engine:
     adaptive: Adaptive | None = None  # None: no per-batch-size schedule arm
     multinode: bool = False  # one server over several hosts (node ranks >= 1 follow rank 0)
     assumed_tps: float = 40.0  # a baseline's rate for the first estimate, before any sweep of it
+    # The settings naming the checkpoint files or folders a launch reads (-e prefetch reads them ahead).
+    checkpoints: tuple[str, ...] = ("model_path",)
 
     def server(self, s: Settings) -> dict[str, Any]:
         """Where the launched server listens and how long it may take to answer, for the host's tasks."""

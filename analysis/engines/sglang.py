@@ -230,6 +230,8 @@ def argv(config: Point, s: Settings, slots: int) -> list[str]:
     out += _capacity(s, release.graph_bs_flag, max_bs)
     if flag(s, "enable_metrics"):
         out.append("--enable-metrics")
+    if flag(s, "skip_warmup"):  # the suite's proving generation warms the server up (docs/gpu-hosts.md)
+        out.append("--skip-server-warmup")
     api_key = text(s, "api_key")
     if api_key is not None:
         out += ["--api-key", api_key]
@@ -293,6 +295,7 @@ def check_problems(result: Mapping[str, Any], host: str, version: str | None) ->
 
 ENGINE = Engine(
     name=NAME,
+    checkpoints=("model_path", "draft_model_path"),
     role="sglang_server",
     settings=(
         *COMMON_SETTINGS,
@@ -305,6 +308,7 @@ ENGINE = Engine(
         "attention_backend",
         "cuda_graph_max_bs_decode",
         "enable_metrics",
+        "skip_warmup",
         "api_key",
         "nnodes",
         "node_rank",

@@ -249,6 +249,7 @@ def found(checked: Mapping[str, Any], on: Mapping[str, Any]) -> dict[str, Any]:
 
 ENGINE = Engine(
     name=NAME,
+    checkpoints=("model_path", "draft_model_path"),
     role="vllm_server",
     settings=(
         *COMMON_SETTINGS,

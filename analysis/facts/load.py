@@ -26,6 +26,7 @@ RUN_COLUMNS = [
     *COLUMNS, "status", "started_at", "concurrency", "repeat", "duration_s", "n_requests",
     "n_errors", "run_ok", "failed", "cause", "message", *(m.name for m in metrics.ROWS),
     "fact_id", "run_index", "launch_index", "workload", "interfered", "accepted_histogram",
+    "launch_prior_cv_pct", "launch_prior_df",
 ]  # fmt: skip
 REQUEST_COLUMNS = [
     "path", "fact_id", "run_index", "sweep_id", "host", "engine", "model", "config_id",
@@ -36,7 +37,10 @@ INT_COLUMNS = [
     *(c for c in COLUMNS if COLUMN_TYPES[c] is int), "concurrency", "repeat", "n_requests", "n_errors",
     "run_index", "launch_index", *(m.name for m in metrics.ROWS if m.integer),
 ]  # fmt: skip
-FLOAT_COLUMNS = ["started_at", "duration_s", *(m.name for m in metrics.ROWS if not m.integer)]
+FLOAT_COLUMNS = [
+    "started_at", "duration_s", "launch_prior_cv_pct", "launch_prior_df",
+    *(m.name for m in metrics.ROWS if not m.integer),
+]
 BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]
 # Few distinct values over many rows: categories keep the frames (and the cache) small.
 # Greedy outputs repeat across configs, so texts are categories too (and compare as codes).

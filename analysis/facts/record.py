@@ -101,6 +101,8 @@ def build_fact(payload: dict[str, Any]) -> Fact:
         "suite": payload.get("suite") or {},
         "failure": failure and to_dict(failure),
         "launch_index": int(payload.get("launch_index") or 1),
+        "launch_prior": payload.get("launch_prior"),
+        "prefetch": payload.get("prefetch"),
     }
     return from_dict(Fact, doc)
 

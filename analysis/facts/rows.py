@@ -68,6 +68,9 @@ def _meta(path: str, fact: Fact) -> Row:
         "status": fact.status,
         "started_at": fact.timings.started_at,
         "launch_index": fact.launch_index,
+        # The launch spread its one-launch verdicts allow (analysis.running.prior; None: assumed).
+        "launch_prior_cv_pct": fact.launch_prior.cv_pct if fact.launch_prior else None,
+        "launch_prior_df": fact.launch_prior.df if fact.launch_prior else None,
     }
 
 

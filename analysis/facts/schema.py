@@ -16,6 +16,7 @@ import msgspec
 
 from analysis.engines import NAMES
 from analysis.sweep.config import Config
+from analysis.sweep.launchprior import LaunchPrior
 
 SCHEMA_VERSION = 1
 
@@ -238,6 +239,15 @@ class Suite(_Part, kw_only=True):
     version: str | None = None
 
 
+class Prefetch(_Part, kw_only=True):
+    """The next launch's checkpoint, asked into the page cache as this launch's benchmark began
+    (plugins/modules/specsweep_prefetch.py; the reads finish in the background)."""
+
+    files: int
+    bytes: int
+    missing: list[str] = msgspec.field(default_factory=list)
+
+
 class Fact(_Part, kw_only=True):
     """Everything known about one (sweep, host, config)."""
 
@@ -259,6 +269,11 @@ class Fact(_Part, kw_only=True):
     launch_index: int = 1
     # Racing (-e race=true) did not run this launch (status skipped): why the config lost, in words.
     raced_out: str | None = None
+    # The launch spread the plan took for this host's one-launch verdicts (None: older facts, which
+    # were judged on the assumed spread, analysis.report.compare.LAUNCH_CV_PRIOR).
+    launch_prior: LaunchPrior | None = None
+    # -e prefetch: what was read ahead for the next launch during this one's benchmark (None: off).
+    prefetch: Prefetch | None = None
     # Required, unlike the writer's other defaults: a document that does not say its version
     # cannot be migrated, and is refused rather than guessed.
     schema_version: int

@@ -14,6 +14,7 @@ from analysis.report import equivalence
 from analysis.report.launches import launch_table
 from analysis.stats import log_ratio_ci, median_ci, ratio_ci, straddles_zero, verdict
 from analysis.sweep import config
+from analysis.sweep.launchprior import LAUNCH_CV_PRIOR
 
 # A table row is one config measured in one of these groups; speedups compare within one. A host
 # group's facts share a baseline launch; each launch measures every (workload, concurrency).
@@ -36,17 +37,18 @@ OWN_COLUMNS = [
     # verdict against the baseline, repeats flagged for interference, unsteady launches, drift
     "launches", "ci_basis", "verdict", "verdict_ci_lo", "verdict_ci_hi", "interfered", "unsteady",
     "launch_cv_pct", "launch_df", "drift_pct", "drift_ci_lo", "drift_ci_hi", "drifting",
+    # the launch spread a one-launch verdict allowed (analysis.running.prior): CV %, its df (NaN: known)
+    "launch_prior_cv_pct", "launch_prior_df",
     # was the load level held (docs/load.md), and did the server queue what the client counted
     # in flight (docs/results.md)
     "level_reached", "queued",
 ]  # fmt: skip
 TABLE_COLUMNS = metrics.place(OWN_COLUMNS)
 NOISY_CV = 0.05  # a cell whose repeats vary more than this (std / mean) is flagged noisy
+# The launch spread a one-launch verdict allows, per row (analysis.running.prior).
+PRIOR_COLUMNS = ["launch_prior_cv_pct", "launch_prior_df"]
 # What the speedup intervals need from the other side.
 _STATS = ["score", "se2", "se_df", "launches", "ci_basis"]
-# The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
-# measured no config twice: measured on the README demo's machine (docs/trust-stats.md).
-LAUNCH_CV_PRIOR = 0.25
 # A level is reached when every good repeat held at least this share of the asked concurrency in
 # flight (time-weighted over the measured window). A closed loop holds 99%+ (a finished request is
 # replaced within a millisecond); 90% still marks a level one request short up to c = 9, and is the
@@ -144,6 +146,8 @@ def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:
             cause=("cause", "first"),
             _least_held=("_held", "min"),
             _queued=("_queued", "any"),
+            launch_prior_cv_pct=("launch_prior_cv_pct", "first"),
+            launch_prior_df=("launch_prior_df", "first"),
         )
         .reset_index()
     )
@@ -235,18 +239,24 @@ def verdict_ci(table: pd.DataFrame, ratio: pd.Series, ref: str) -> tuple[pd.Seri
     group measured no config twice (ci_basis within_launch).
 
     There the CI says only how steady one launch was; the verdict allows each side a launch effect
-    of LAUNCH_CV_PRIOR on top (a prior treated as known), so a single run's decisive word is one
-    the next run does not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
+    on top: the host's spread from its earlier sweeps (launch_prior_cv_pct, worth launch_prior_df),
+    else LAUNCH_CV_PRIOR treated as known, so a single run's decisive word is one the next run does
+    not contradict (issue 24: +116.5% [+49, +214] and +53% [+37, +72] of one sweep).
     """
     se2, se_df, r_se2, r_se_df = table["se2"], table["se_df"], table[f"{ref}se2"], table[f"{ref}se_df"]
     lo, hi = log_ratio_ci(ratio, se2, se_df, r_se2, r_se_df)
     one = table["ci_basis"].eq("within_launch") | table[f"{ref}ci_basis"].eq("within_launch")
     if not one.any():
         return lo, hi
-    prior = np.log1p(LAUNCH_CV_PRIOR**2)
+    # A frame without PRIOR_COLUMNS (a mix's) takes the assumed spread.
+    missing = pd.Series(np.nan, index=table.index)
+    cv = (table.get("launch_prior_cv_pct", missing) / 100.0).fillna(LAUNCH_CV_PRIOR)
+    prior = np.log1p(cv**2)
     a, b = se2 + prior, r_se2 + prior
-    # Satterthwaite with the prior's infinite degrees of freedom: only the repeats' parts count.
-    df = (a + b) ** 2 / (se2**2 / se_df + r_se2**2 / r_se_df)
+    # Satterthwaite: the repeats' parts and the prior's (one estimate on both sides; an assumed
+    # prior is known, infinite degrees of freedom, and adds nothing).
+    prior_part = ((2.0 * prior) ** 2 / table.get("launch_prior_df", missing)).fillna(0.0)
+    df = (a + b) ** 2 / (se2**2 / se_df + r_se2**2 / r_se_df + prior_part)
     wide_lo, wide_hi = ratio_ci(ratio, a + b, df)
     return lo.where(~one, wide_lo.where(lo.notna())), hi.where(~one, wide_hi.where(hi.notna()))
 

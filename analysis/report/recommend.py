@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.engines import sglang, sglang_adaptive, vllm, vllm_spec
-from analysis.report.compare import GROUP, is_baseline, verdict_ci
+from analysis.report.compare import GROUP, PRIOR_COLUMNS, is_baseline, verdict_ci
 from analysis.stats import straddles_zero
 from analysis.sweep.config import parse_id
 
@@ -81,7 +81,8 @@ def _against(t: pd.DataFrame, ref: np.ndarray) -> tuple[pd.Series, pd.Series, pd
     stats = ["score", "se2", "se_df", "ci_basis"]
     r = t.loc[ref, [*LEVEL, *stats]].rename(columns={c: f"r_{c}" for c in stats})
     m = t[LEVEL].merge(r, on=LEVEL, how="left")
-    both = pd.concat([t[["se2", "se_df", "ci_basis"]], m[[f"r_{c}" for c in stats]]], axis=1)
+    own = ["se2", "se_df", "ci_basis", *(c for c in PRIOR_COLUMNS if c in t)]  # the host's launch spread
+    both = pd.concat([t[own], m[[f"r_{c}" for c in stats]]], axis=1)
     ratio = t["score"] / m["r_score"]
     return (ratio - 1.0) * 100.0, *verdict_ci(both, ratio, "r_")
 

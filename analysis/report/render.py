@@ -356,12 +356,26 @@ def drift_note(step: pd.DataFrame, rows: np.ndarray) -> str:
     """The group's baseline drift between its first and last launch, and the launch spread used."""
     first = step.iloc[rows[0]]
     if pd.isna(first["drift_pct"]):
-        return ""
+        return prior_note(step, rows)
     word = "DRIFTING (every interval allows the baseline's drift)" if first["drifting"] else "within noise"
     drift = f"{first['drift_pct']:+.1f}% [{first['drift_ci_lo']:+.1f}, {first['drift_ci_hi']:+.1f}]"
     return (
         f"baseline drift, last launch vs first: {drift}, {word}; launch-to-launch CV "
         f"{first['launch_cv_pct']:.1f}% ({first['launch_df']:.0f} df)"
+    )
+
+
+def prior_note(step: pd.DataFrame, rows: np.ndarray) -> str:
+    """Where the group measured no config twice: the launch spread from the host's earlier sweeps
+    its verdicts allowed (analysis.running.prior)."""
+    group = step.iloc[rows]
+    cv, df = group["launch_prior_cv_pct"].iloc[0], group["launch_prior_df"].iloc[0]
+    # The assumed spread (no df) is the legend's: only a spread from history is named here.
+    if not group["ci_basis"].eq("within_launch").any() or pd.isna(df):
+        return ""
+    return (
+        f"one launch per config: verdicts allow a launch-to-launch CV of {cv:.1f}% "
+        f"(the host's earlier sweeps, {df:.0f} df)"
     )
 
 

@@ -7,6 +7,12 @@ interval is tight (bench_ci_pct) sends what the history's request-to-request spr
 its minimum and its budget. Rates come from the latest earlier sweeps of the same engine and model
 on this controller (per workload and level where they have it); what they lack is a stated
 assumption, named in the estimate's text.
+
+A CPU engine's speed is the CPU it gets: on a shared host a launch measured while other work held
+1.5 of 2 cores ran at half the speed of one measured beside 0.7 (this machine's demo: 7 and 16
+tok/s). Each history run's rate is taken back to a whole server's share (its fact's interference
+sample: the cores others kept busy; the server's threads), and scaled to the share the host's load
+leaves it now, where the controller can see it (the host is the controller).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ ASSUMED_OVERHEAD_S = 20.0
 ASSUMED_SETUP_S = 30.0  # the plan, preflight and install before the first launch
 ASSUMED_TPS = {name: e.assumed_tps for name, e in ENGINES.items()}
 RATE_EXPONENT = 0.5
+CPU_ENGINES = ("llama_cpp",)  # engines whose speed is the CPU share they get
+MIN_SHARE = 0.1  # a share below this says more about the sample than the server
 ASSUMED_CV = 0.10
 SWEEPS_READ = 10  # earlier sweeps read for rates, newest first
 WARN_S = 3600.0  # over this, the estimate names the biggest lever
@@ -55,6 +63,8 @@ class History:
     setup_s: float | None = None  # from the run's start to its first launch
     tps: dict[tuple[str | None, int], float] = field(default_factory=dict)  # window tok/s by level
     cv: dict[tuple[str | None, int], float] = field(default_factory=dict)  # per-request tok/s spread
+    free: float | None = None  # CPU engines: median cores the server had, up to its threads' need
+    need: float = 1.0  # and its threads
 
 
 def t975(df: float) -> float:
@@ -85,6 +95,36 @@ def _facts(sweep_dir: Path) -> Iterator[dict[str, Any]]:
             yield fact
 
 
+def cpu_share(free: float, need: float) -> float:
+    """The share of its full speed a CPU server with `need` threads runs at with `free` cores."""
+    return min(1.0, max(free / need, MIN_SHARE))
+
+
+def free_cores(load: float, cpus: int, need: float) -> float:
+    """The cores a server of `need` busy threads gets beside `load` runnable others, as a fair
+    scheduler shares `cpus` between them."""
+    return min(need, cpus * need / (load + need))
+
+
+def _threads(fact: Mapping[str, Any]) -> float:
+    """The llama.cpp server's threads (-t / --threads, else LLAMA_ARG_THREADS, else 1)."""
+    launch = fact.get("launch") or {}
+    argv = [str(a) for a in launch.get("argv") or []]
+    for flag in ("-t", "--threads"):
+        if flag in argv[:-1]:
+            return float(argv[argv.index(flag) + 1])
+    return float((launch.get("env") or {}).get("LLAMA_ARG_THREADS") or 1)
+
+
+def _free(fact: Mapping[str, Any], run: Mapping[str, Any]) -> float | None:
+    """The cores the server had during `run`: the host's CPUs less those others kept busy."""
+    others = (run.get("interference") or {}).get("cpu_other_cores")
+    cpus = (fact.get("host_facts") or {}).get("cpu_count")
+    if not isinstance(others, int | float) or not isinstance(cpus, int) or cpus < 1:
+        return None
+    return max(cpus - others, 0.0)
+
+
 def history(results_dir: Path, engine: str, model: str | None) -> History:
     """The newest earlier sweeps' rates of `engine` serving `model` (any model when it has none)."""
     sweeps = sorted(results_dir.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime, reverse=True)
@@ -97,7 +137,7 @@ def history(results_dir: Path, engine: str, model: str | None) -> History:
                 if (f.get("engine") or {}).get("name") == engine
                 and (match_model is None or f["engine"].get("model") == match_model)
             ]  # fmt: skip
-            _take(out, facts, _run_started_at(sweep))
+            _take(out, facts, _run_started_at(sweep), engine in CPU_ENGINES)
         if out.load_s is not None:
             break  # the model's own history; another model's only where it has none
     return out
@@ -112,8 +152,9 @@ def _run_started_at(sweep_json: Path) -> float | None:
     return started if isinstance(started, int | float) else None
 
 
-def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float | None) -> None:
-    """Fill what `out` lacks from one sweep's facts (newer sweeps were taken first)."""
+def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float | None, cpu: bool) -> None:
+    """Fill what `out` lacks from one sweep's facts (newer sweeps were taken first); `cpu`: rates
+    of a CPU engine, taken back to a whole server's share of the CPU where the run says its share."""
     keys = ("started_at", "load_s", "bench_s")
     timed = sorted(
         ((f.get("host"), f["timings"]) for f in facts
@@ -139,17 +180,25 @@ def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float |
         out.setup_s = min(starts) - run_started_at
     tps: dict[tuple[str | None, int], list[float]] = {}
     spread: dict[tuple[str | None, int], list[float]] = {}
+    shares: list[float] = []
     for fact in facts:
+        need = _threads(fact)
         for run in fact.get("runs") or []:
             key = (run.get("workload"), int(run["concurrency"]))
+            free = _free(fact, run) if cpu else None
+            share = 1.0 if free is None else cpu_share(free, need)
+            shares += [] if free is None else [min(free, need)]
             if run.get("window_output_tokens") and run.get("duration_s"):
-                tps.setdefault(key, []).append(run["window_output_tokens"] / run["duration_s"])
+                tps.setdefault(key, []).append(run["window_output_tokens"] / run["duration_s"] / share)
             rates = [
                 r["output_tokens"] / r["e2e_s"] for r in run.get("requests") or []
                 if not r.get("error") and r.get("e2e_s")
             ]  # fmt: skip
             if len(rates) >= 2 and statistics.mean(rates) > 0:
                 spread.setdefault(key, []).append(statistics.stdev(rates) / statistics.mean(rates))
+    if out.free is None and shares and not out.tps:
+        out.free = statistics.median(shares)
+        out.need = statistics.median(_threads(f) for f in facts)
     for key, values in tps.items():
         out.tps.setdefault(key, statistics.median(values))
     for key, values in spread.items():
@@ -224,6 +273,7 @@ class Parts:
     overhead_s: float
     bench_s: float  # one launch's benchmark
     assumptions: tuple[str, ...]
+    cpu_free: float | None = None  # a CPU engine's cores the estimate gave the server, where seen
 
     @property
     def total_s(self) -> float:
@@ -232,13 +282,28 @@ class Parts:
 
 
 def parts(
-    h: History, engine: str, levels: Sequence[Level], m: Measure, launches: int, health_timeout_s: float
+    h: History,
+    engine: str,
+    levels: Sequence[Level],
+    m: Measure,
+    launches: int,
+    health_timeout_s: float,
+    cpu_now: tuple[float, float] | None = None,
 ) -> Parts:
-    """The estimate's parts for `launches` launches of `levels` on a host with history `h`."""
+    """The estimate's parts for `launches` launches of `levels` on a host with history `h`;
+    `cpu_now`: a CPU engine's (free cores now, threads), where the host's load can be seen."""
     assumed: list[str] = []
     bench = 0.0
+    share = 1.0
+    if cpu_now is not None and engine in CPU_ENGINES:
+        share = cpu_share(*cpu_now)
+        had = f"; history's runs had {h.free:.2f}" if h.free is not None else ""
+        assumed.append(f"the server gets {cpu_now[0]:.2f} of its {cpu_now[1]:g} core(s) now{had}")
+    elif h.free is not None and engine in CPU_ENGINES:
+        share = cpu_share(h.free, h.need)  # load unseen: the share history's runs had
     for level in levels:
         tps, why = level_rate(h, engine, level.workload, level.concurrency)
+        tps *= share
         assumed += [why] if why else []
         found = lookup(h.cv, level.workload, level.concurrency)
         cv, _, why = found if found else (ASSUMED_CV, 0, f"request tok/s spread {ASSUMED_CV:.0%}")
@@ -248,7 +313,7 @@ def parts(
     if levels and m.warmup:
         first = levels[0]
         tps, _ = level_rate(h, engine, first.workload, 1)
-        bench += m.warmup * first.turns * first.tokens / tps
+        bench += m.warmup * first.turns * first.tokens / (tps * share)
     load = h.load_s
     if load is None:
         load = health_timeout_s
@@ -261,7 +326,8 @@ def parts(
     if setup is None:
         setup = ASSUMED_SETUP_S
         assumed.append(f"{ASSUMED_SETUP_S:.0f} s before the first launch")
-    return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)))
+    free = cpu_now[0] if cpu_now is not None and engine in CPU_ENGINES else None
+    return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)), free)
 
 
 def lever(p: Parts, m: Measure) -> str:
@@ -295,5 +361,14 @@ def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
             f"; per launch load {load:.0f} s (estimated {planned['load_s']:.0f}), "
             f"benchmark {bench:.0f} s (estimated {planned['bench_s']:.0f})"
         )
+    had = [
+        min(free, _threads(f)) for f in _facts(root)
+        if (f.get("timings") or {}).get("started_at", 0) >= sweep["run_started_at"]
+        for r in f.get("runs") or [] if (free := _free(f, r)) is not None
+    ]  # fmt: skip
+    if had and planned.get("cpu_free") is not None:
+        # Where the load moved, the CPU engine's benchmark moved with it (the estimate's biggest unknown).
+        free = statistics.median(had)
+        medians += f"; the server had {free:.2f} core(s) (estimated {planned['cpu_free']:.2f})"
     off = took / planned["seconds"] - 1
     return f"estimate {planned['seconds']:.0f} s, took {took:.0f} s ({off:+.0%}){medians}"

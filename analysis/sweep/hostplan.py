@@ -18,7 +18,9 @@ import msgspec
 
 from analysis.engines import NAMES
 from analysis.sweep.client import CLIENTS
+from analysis.engines import NAMES
 from analysis.sweep.config import Config
+from analysis.sweep.launchprior import LaunchPrior
 from analysis.sweep.order import CHECK, FINALIST, GRID
 from analysis.sweep.request import SETTINGS
 
@@ -102,6 +104,12 @@ class HostPlan(_Part, kw_only=True):
     run_dir: str  # the host's folder for server logs, pidfiles and kept facts
     lock_path: str  # the host's sweep lock
     adaptive_config: AdaptiveCopy | None
+    # The launch spread its one-launch verdicts and finalists take (analysis.running.prior); every
+    # fact of this host records it. None in older plans (the assumed spread).
+    launch_prior: LaunchPrior | None = None
+    # Checkpoint files or folders read into the page cache during each benchmark (-e prefetch;
+    # analysis.sweep.prefetch), for the launch after it; empty: none.
+    prefetch: list[str] = msgspec.field(default_factory=list)
 
 
 # Every setting of the request, typed (analysis.sweep.request reads and checks them; plan.json and
@@ -122,6 +130,7 @@ class Estimate(_Part, kw_only=True):
     load_s: float | None = None
     overhead_s: float | None = None
     bench_s: float | None = None
+    cpu_free: float | None = None  # a CPU engine's cores the estimate gave the server (its load seen)
     assumptions: list[str] = msgspec.field(default_factory=list)  # what history did not give
     warning: str | None = None  # over an hour: the biggest lever
     text: str  # as the operator reads it

@@ -53,7 +53,16 @@ def payload(run: Mapping[str, Any], failed_result: Mapping[str, Any] | None, log
         "benchmark_output": run.get("benchmark_output"),
         "failure": failure,
         "launch_index": int(run.get("launch_index") or 1),
+        "launch_prior": run.get("launch_prior"),
+        "prefetch": prefetched(run.get("prefetch") or {}),
     }
+
+
+def prefetched(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What specsweep_prefetch registered, as the fact keeps it; None where it did not run."""
+    if "files" not in result:
+        return None
+    return {"files": result["files"], "bytes": result["bytes"], "missing": list(result.get("missing") or [])}
 
 
 def stop_now(after: Mapping[str, Any]) -> bool:

@@ -8,8 +8,9 @@ touched; each host then receives its own entries (config, argv, env) and launche
 from __future__ import annotations
 
 import json
+import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +20,11 @@ import msgspec
 from analysis.engines import ENGINES, ScheduleError, SettingError
 from analysis.engines.base import BUILTIN_SCHEDULE
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.sweep import client, order
+from analysis.sweep import client, launchprior, order, prefetch
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
+from analysis.sweep.launchprior import LaunchPrior
 from analysis.sweep.request import Request
 from analysis.workloads import build as workloads
 from analysis.workloads.packages import WorkloadError
@@ -47,6 +49,7 @@ class HostInput:
     client: str = "specsweep"  # benchmark_client: specsweep's own, or SGLang's bench_serving
     # The benchmark role's other host variables by short name (analysis.sweep.client.ROLE_DEFAULTS).
     benchmark: Mapping[str, Any] = field(default_factory=lambda: dict(client.ROLE_DEFAULTS))
+    local: bool = False  # the controller itself (ansible_connection local): its load can be read
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,7 @@ def _host_plan(
         run_dir=host.run_dir,
         lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
         adaptive_config=copy,
+        prefetch=prefetch.paths(host.engine, host.settings, request["prefetch"]) if server else [],
     )
 
 
@@ -160,7 +164,8 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     if leader is None or leader.name == host.name or leader.follows is not None:
         why = "another targeted host that follows no one"
     elif request["mode"] != "replicate" or request["search"] or request["race"]:
-        why = "followed in a plain replicate sweep (no shard mode, no search, no race)"
+        # race is on by default with launches >= 2: the fix is named.
+        why = "followed in a plain replicate sweep (no shard mode, no search, race=false)"
     else:
         return []
     return [
@@ -169,8 +174,10 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
 
 
 def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request) -> int:
-    """Launches one host makes: each of `launches`, the baseline's again, one finalist at least; a
-    search's probes at most all."""
+    """Launches one host makes: each of `launches`, the baseline's again, the finalists; a search's
+    probes at most all. Finalists: on an assumed launch spread (25%) nearly every config is within
+    noise of the best, so all of them; on a host's known spread one (a close call's best and rival,
+    or a clear decision's none: analysis.running.prior)."""
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
     plans = list(hosts.values())
@@ -181,7 +188,8 @@ def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], 
     else:
         shared = sum(s.speculative for s in slots)
         shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
-    finalists = int(bool(request["finalists"]) and spec > 0 and not request["search"])
+    known = bool(plans) and all(p.launch_prior and p.launch_prior.from_history for p in plans)
+    finalists = (1 if known else shared) if request["finalists"] and spec > 0 and not request["search"] else 0
     return own + shared + finalists
 
 
@@ -201,14 +209,25 @@ def _prompt_set_records() -> int:
     return len(PROMPT_SET.read_text(encoding="utf-8").splitlines())
 
 
+def cpu_now(host: HostInput) -> tuple[float, float] | None:
+    """A CPU engine's (cores it would get now, its threads) on a host that is the controller: the
+    load average says how many others run (analysis.sweep.estimate.free_cores); None elsewhere."""
+    if not host.local or host.engine not in est.CPU_ENGINES:
+        return None
+    need = float(host.settings.get("threads") or 1)
+    return est.free_cores(os.getloadavg()[0], os.cpu_count() or 1, need), need
+
+
 def estimate(
     configs: list[cfg.Config],
     hosts: Mapping[str, HostPlan],
     request: Request,
     results_dir: Path,
     traffic: Mapping[str, Any] | None = None,
+    cpu: Mapping[str, tuple[float, float] | None] | None = None,
 ) -> dict[str, Any]:
-    """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's."""
+    """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
+    `cpu`: per host, cpu_now's figure."""
     per_host = launches_per_host(configs, hosts, request)
     measure = est.Measure(
         repeats=request["repeats"],
@@ -224,9 +243,9 @@ def estimate(
     estimates = [
         est.parts(
             est.history(results_dir, h.engine, h.server.model),
-            h.engine, levels, measure, per_host, h.server.health_timeout_s,
+            h.engine, levels, measure, per_host, h.server.health_timeout_s, (cpu or {}).get(n),
         )
-        for h in hosts.values() if h.server
+        for n, h in hosts.items() if h.server
     ]  # fmt: skip
     if not estimates:
         return {"configs": len(configs), "launches_per_host": per_host, "seconds": None, "text": "unknown"}
@@ -247,16 +266,27 @@ def estimate(
         "load_s": p.load_s,
         "overhead_s": p.overhead_s,
         "bench_s": p.bench_s,
+        "cpu_free": p.cpu_free,
         "assumptions": list(p.assumptions),
         "warning": warning,
         "text": text,
     }
 
 
+# What a host's history says of its launch spread: (host, engine, model) -> the prior; the caller
+# reads it (analysis.running.prior.from_history: the facts layer sits above the plan's).
+Priors = Callable[[str, str, str | None], LaunchPrior]
+
+
 def build(
-    request: Request, hosts: Mapping[str, HostInput], identity: Identity, results_dir: Path
+    request: Request,
+    hosts: Mapping[str, HostInput],
+    identity: Identity,
+    results_dir: Path,
+    priors: Priors | None = None,
 ) -> dict[str, Any]:
-    """The whole plan, or {errors: [...]} when the request cannot be swept on these hosts."""
+    """The whole plan, or {errors: [...]} when the request cannot be swept on these hosts; each
+    host's launch spread from `priors` (None: the assumed one)."""
     errors = list(request.errors)
     configs: list[cfg.Config] = []
     warnings: list[str] = []
@@ -318,6 +348,14 @@ def build(
         n: _host_plan(h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed, records)
         for n, h in hosts.items()
     }
+    plans = {
+        n: msgspec.structs.replace(
+            p, launch_prior=priors(n, p.engine, p.server.model) if priors else launchprior.ASSUMED
+        )
+        if p.server
+        else p
+        for n, p in plans.items()
+    }
     sweep = {
         "id": identity.sweep_id,
         "dir": identity.sweep_dir,
@@ -332,7 +370,9 @@ def build(
         "warnings": warnings,
         # The workloads' records file (controller) and each set by counts and hash, never its text.
         "workloads": traffic,
-        "estimate": estimate(configs, plans, request, results_dir, traffic),
+        "estimate": estimate(
+            configs, plans, request, results_dir, traffic, {n: cpu_now(h) for n, h in hosts.items()}
+        ),
     }
     return {"errors": [], "sweep": dump(load(Sweep, sweep)), "hosts": {n: dump(p) for n, p in plans.items()}}
 
@@ -488,6 +528,7 @@ def describe(plan: dict[str, Any]) -> str:
     lines = [summary(sweep)]
     lines += [f"  grid: {w}" for w in sweep["warnings"]]
     lines += [f"  WARNING: {sweep['estimate']['warning']}"] if sweep["estimate"].get("warning") else []
+    lines += priors(sweep, plan["hosts"])
     for host, hp in plan["hosts"].items():
         lines.append(f"{host} ({hp['engine']}):")
         lines += [f"  PROBLEM: {p}" for p in hp["problems"]]
@@ -521,7 +562,22 @@ def summary(sweep: Mapping[str, Any]) -> str:
     )
 
 
-def headline(sweep: Mapping[str, Any]) -> str:
-    """The summary, and on a line of its own the estimate's warning when the sweep is long."""
+def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:
+    """Per host whose finalists or racing judge one launch: the launch spread taken, from where,
+    and which finalists it relaunches (analysis.running.prior)."""
+    settings = sweep["settings"]
+    if not (settings["finalists"] or settings["race"]) or settings["search"]:
+        return []
+    return [
+        f"  {host}: {launchprior.describe(msgspec.convert(hp['launch_prior'], LaunchPrior), spec)}"
+        for host, hp in hosts.items()
+        if hp.get("launch_prior") and (spec := sum(e["config"]["speculative"] for e in hp["entries"]))
+    ]
+
+
+def headline(sweep: Mapping[str, Any], hosts: Mapping[str, Any] | None = None) -> str:
+    """The summary, the launch spread each host's finalists take, and on a line of its own the
+    estimate's warning when the sweep is long."""
     warning = sweep["estimate"].get("warning")
-    return summary(sweep) + (f"\nWARNING: {warning}" if warning else "")
+    lines = [summary(sweep), *priors(sweep, hosts or {})]
+    return "\n".join(lines) + (f"\nWARNING: {warning}" if warning else "")

@@ -278,7 +278,12 @@ SETTINGS: tuple[Setting, ...] = (
         10,
         "the baseline again after every K other launches and at the end; 0 = never again",
     ),
-    Setting("race", boolean, False, "stop launching a config significantly slower than the best"),
+    Setting(
+        "race",
+        optional_bool,
+        None,
+        "stop launching a config significantly slower than the best; empty = when launches >= 2",
+    ),
     Setting(
         "finalists",
         optional_bool,
@@ -314,6 +319,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("bench_level_budget_s", positive_number, 60.0, "a stopping level sends for at most this long, s"),
     Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
     Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),
+    Setting(
+        "prefetch",
+        boolean,
+        True,
+        "read the checkpoint into the page cache during each benchmark, for the next launch",
+    ),
     Setting("sla_ttft_p99_ms", positive_number, None, "SLO on p99 time to first token, ms (goodput)"),
     Setting("sla_itl_p99_ms", positive_number, None, "SLO on p99 inter-token latency, ms (goodput)"),
     Setting(
@@ -392,6 +403,10 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
         # One launch: the finalists' second launch is the only launch-to-launch check the winner gets;
         # with several, every config has that evidence already (docs/trust.md).
         values["finalists"] = values["launches"] == 1
+    if values.get("race") is None and "launches" in values:
+        # Racing needs a later launch to stop, and a host that judges its own configs.
+        plain = values.get("mode") == "replicate" and not values.get("search")
+        values["race"] = values["launches"] >= 2 and plain
     if values.get("search") and values.get("steps_range"):
         values["steps"] = values["steps_range"]  # a search takes its candidates as steps_range
     problems = load_problems(values) + mix_problems(values) + objective_problems(values)
@@ -402,7 +417,9 @@ def read(given: Mapping[str, Any], defaults: Mapping[str, Any] | None = None) ->
 # the play's hosts before the plan runs; resume and results_dir are how the sweep was found).
 RUN_ONLY = ("resume", "sweep_id", "plan_only", "target", "results_dir")
 # A setting given again replaces the recorded ones `read` derived from it (they are derived anew).
-DERIVED = {"launches": ("finalists",), "steps": ("steps_range",)}
+DERIVED = {
+    "launches": ("finalists", "race"), "mode": ("race",), "search": ("race",), "steps": ("steps_range",),
+}  # fmt: skip
 
 
 def resumed(recorded: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from analysis.engines import DEFAULT, ENGINES
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis.facts.record import space_problem
 from analysis.files import write_json_atomic
+from analysis.running import prior
 from analysis.sweep import client, hostplan, hostvars, identity, plan, request, sweeplock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -117,7 +118,11 @@ class ActionModule(ActionBase):
             req = request.read(given, {**defaults, **request.resumed(earlier, given)})
             if req.errors:
                 raise AnsibleActionFail("Invalid sweep request: " + " | ".join(req.errors))
-        built = plan.build(req, hosts, ident, results_dir)
+        # Each host's launch spread from its earlier sweeps here (this sweep's own left out).
+        built = plan.build(
+            req, hosts, ident, results_dir,
+            lambda host, engine, model: prior.from_history(results_dir, host, engine, model, ident.sweep_id),
+        )  # fmt: skip
         if built["errors"]:
             raise AnsibleActionFail("Invalid sweep request: " + " | ".join(built["errors"]))
         owner = identity.run_owner(ident.run_id, ident.sweep_id, req["lease_s"])
@@ -138,7 +143,7 @@ class ActionModule(ActionBase):
                     f"not mix: {'; '.join(mixed)}. Choose another sweep_id, or measure as they were."
                 )
             self._write(Path(ident.sweep_dir), ident.run_id, document)
-        say = plan.describe(document) if req["plan_only"] else plan.headline(built["sweep"])
+        say = plan.describe(document) if req["plan_only"] else plan.headline(built["sweep"], built["hosts"])
         return {**result, "changed": False, **built, "owner": owner, "phases": selected, "specsweep_say": say}
 
     def _host(self, task_vars: dict[str, Any], host: str) -> plan.HostInput:
@@ -167,6 +172,7 @@ class ActionModule(ActionBase):
             lock_path=value("specsweep_lock_path", "") or f"{run_dir}/sweep.lock",
             client=str(bench("benchmark_client")),
             benchmark={key: bench(f"benchmark_{key}") for key in client.ROLE_DEFAULTS},
+            local=value("ansible_connection", "ssh") == "local",
         )
 
     def _check_variables(self, task_vars: dict[str, Any], host: str, extra: dict[str, Any]) -> list[str]:

@@ -25,7 +25,7 @@ from ansible.plugins.action import ActionBase
 from analysis.facts import record
 from analysis.facts.schema import SchemaError, load_fact, to_dict
 from analysis.files import write_json_atomic
-from analysis.running import progress, race
+from analysis.running import prior, progress, race
 from analysis.sweep import hostplan, lease, order, outcome, sweeplock
 from analysis.sweep.config import Config
 from analysis.sweep.hostplan import HostPlan, Slot
@@ -200,7 +200,8 @@ class ActionModule(ActionBase):
         data = race.table(race.facts(host_dir), max_launch=launches, sweep_dir=host_dir.parent)
         # A config whose fact this run kept on the host (a full results disk) cannot be judged here.
         kept = {k["name"].split(".launch")[0] for k in task_vars.get("specsweep_kept") or []}
-        chosen = race.finalists(data, [c for c in entry if c not in kept])
+        launch_prior = host_plan.launch_prior
+        chosen = prior.finalists(data, [c for c in entry if c not in kept], launch_prior)
         out = [
             hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True),
                                entry=entry[c]))
@@ -213,6 +214,12 @@ class ActionModule(ActionBase):
             if chosen
             else ""
         )
+        if launch_prior and launch_prior.from_history:
+            say = (
+                f"finalists at a launch spread of {launch_prior.cv_pct:.1f}% ({launch_prior.source}): "
+                + (f"{', '.join(chosen)} (a close call), launched once more" if chosen else
+                   "none, every level's decision is clear at that spread")
+            )  # fmt: skip
         return {"changed": False, "slots": out, "dropped": dropped, "specsweep_say": say}
 
     def _preflight(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,10 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     assert run.proc.returncode == 0, run.output[-4000:]
     sweep = json.loads((run.sweep_dir / "sweep.json").read_text())
     assert sweep["settings"]["order_seed"] == 1 and sweep["settings"]["launches"] == 2
+    # Racing is on by default with 2 launches; with no earlier sweep on the host it judges one launch
+    # on the assumed launch spread, and the plan says so.
+    assert sweep["settings"]["race"] is True
+    assert "sshost1: launch spread 25% (assumed: no earlier sweep" in run.output, run.output[:3000]
     host_plan = json.loads((run.sweep_dir / "plan.json").read_text())["hosts"]["sshost1"]
     planned = [s["name"] for s in host_plan["order"] + host_plan["closing"]]
     first, closing = order.schedule([("baseline", False), ("s1", True)], 2, 1, "sshost1", 10)
@@ -35,6 +39,13 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     # They were measured in the planned order, the baseline again last.
     measured = sorted(facts, key=lambda name: facts[name].timings.started_at)
     assert measured == planned
+    # Each fact records the spread it was judged on and the checkpoint read ahead during its benchmark.
+    model = Path(host_plan["prefetch"][0])
+    assert host_plan["prefetch"] == [host_plan["server"]["model"]]
+    for fact in facts.values():
+        assert fact.launch_prior is not None and not fact.launch_prior.from_history
+        assert fact.prefetch is not None and fact.prefetch.files == 1 and fact.prefetch.missing == []
+    assert model.name.endswith(".gguf") and all(f.prefetch.bytes > 0 for f in facts.values())
     # Every run says what else used the host while it was measured (no GPU here: no GPU pids).
     for fact in facts.values():
         for r in fact.runs:

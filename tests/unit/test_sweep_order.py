@@ -118,8 +118,9 @@ def test_the_estimate_counts_every_launch(tmp_path: Path) -> None:
     # 3 configs x 2 launches, the baseline once more at the end; no finalists with 2 launches.
     est = build(tmp_path, steps="1,2", launches=2)["sweep"]["estimate"]
     assert est["launches_per_host"] == 7
-    # One launch: the finalists' launch on top (at least one).
-    assert build(tmp_path, steps="1,2")["sweep"]["estimate"]["launches_per_host"] == 3 + 1 + 1
+    # One launch, no history of the host's launch spread: on the assumed 25% every speculative
+    # config is within noise of the best, so each is a finalist (analysis.running.prior).
+    assert build(tmp_path, steps="1,2")["sweep"]["estimate"]["launches_per_host"] == 3 + 1 + 2
     assert (
         build(tmp_path, steps="1,2", finalists="false", baseline_every=0)["sweep"]["estimate"][
             "launches_per_host"
@@ -142,6 +143,17 @@ def test_the_estimate_counts_every_launch(tmp_path: Path) -> None:
 def test_bad_launch_settings_are_refused_at_plan_time(tmp_path: Path, given: dict, error: str) -> None:
     built = build(tmp_path, steps="1,2", **given)
     assert any(e.startswith(error) for e in built["errors"]), built["errors"]
+
+
+def test_racing_defaults_to_on_where_a_host_launches_each_config_twice_or_more() -> None:
+    assert request.read({})["race"] is False
+    assert request.read({"launches": 2})["race"] is True
+    assert request.read({"launches": 2, "mode": "shard"})["race"] is False
+    assert request.read({"launches": 2, "search": "steps", "steps_range": "1..4"})["race"] is False
+    assert request.read({"launches": 3, "race": "false"})["race"] is False
+    # A resume that changes launches derives racing anew, as it does the finalists.
+    kept = request.resumed(request.read({"launches": 2}).values, {"launches": 1})
+    assert request.read({"launches": 1}, kept)["race"] is False
 
 
 def test_finalists_default_to_on_for_one_launch_only() -> None:

@@ -82,6 +82,8 @@ def test_a_config_that_ran_becomes_an_ok_fact() -> None:
         "benchmark_output": BENCH,
         "failure": None,
         "launch_index": 1,  # the playbook's slot says which launch; none: the first
+        "launch_prior": None,  # a plan without one (older): the assumed spread
+        "prefetch": None,  # not asked for (-e prefetch=false, a follower)
     }
     fact = record.build_fact(outcome.payload(run(), None, []))
     assert (fact.status, fact.config.id, fact.engine.launcher, fact.timings.load_s) == (

@@ -1,0 +1,76 @@
+"""The launch-to-launch spread a host already knows, and which configs a one-launch sweep relaunches.
+
+A one-launch verdict needs a launch spread it did not measure: a fresh server, another moment,
+whatever else ran (analysis.report.launches). The host's earlier sweeps measured it wherever they
+launched a config twice (the baseline again at the end, finalists, launches >= 2): their launch
+variances (launch_tau2, pooled over a sweep's configs and levels) are pooled here by degrees of
+freedom, newest sweeps of the same host, engine and model first. Where no earlier sweep has one,
+the prior is the stated assumption analysis.report.compare.LAUNCH_CV_PRIOR (25%, the demo
+machine's), and the finalists are chosen as before it existed.
+
+Finalists with a known spread (Kalibera & Jones's point: spend repetitions where the variance
+is): a level's decision is close when a rival's interval against the best, each side allowing
+that spread, holds 0; then the best and those rivals are launched once more. A level where every
+rival is clearly behind is decided by its one launch, and nothing is relaunched for it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.running import race
+from analysis.sweep.launchprior import ASSUMED, LaunchPrior, tau2
+
+SWEEPS_READ = 10  # earlier sweeps read, newest first (as analysis.sweep.estimate)
+
+
+def from_history(results_dir: Path, host: str, engine: str, model: str | None, sweep_id: str) -> LaunchPrior:
+    """The launch spread of `host` serving `model` on `engine`, pooled over its newest earlier
+    sweeps in `results_dir` that measured one (this sweep's own left out); ASSUMED where none did."""
+    sweeps = [p.parent for p in results_dir.glob("*/sweep.json") if p.parent.name != sweep_id]
+    sweeps.sort(key=lambda d: (d / "sweep.json").stat().st_mtime, reverse=True)
+    ss, df, used = 0.0, 0.0, []
+    for folder in sweeps[:SWEEPS_READ]:
+        found = [
+            f for f in race.facts(folder / host)
+            if f.status == "ok" and f.engine.name == engine and (model is None or f.engine.model == model)
+        ]  # fmt: skip
+        if not found:
+            continue
+        step = race.table(found, sweep_dir=folder)
+        spread = step[step["launch_df"].gt(0) & step["launch_cv_pct"].notna()]
+        if spread.empty:
+            continue
+        first = spread.iloc[0]  # one pooled value per (sweep, host, engine, model)
+        ss += tau2(float(first["launch_cv_pct"])) * float(first["launch_df"])
+        df += float(first["launch_df"])
+        used.append(folder.name)
+    if not df:
+        return ASSUMED
+    cv = math.sqrt(math.expm1(ss / df)) * 100.0
+    return LaunchPrior(
+        cv_pct=cv,
+        df=df,
+        source=f"{len(used)} earlier sweep(s) on {host} ({', '.join(used)}), {df:.0f} df",
+        from_history=True,
+    )
+
+
+def finalists(step: pd.DataFrame, candidates: Collection[str], prior: LaunchPrior | None) -> list[str]:
+    """The candidates to launch once more, in order. With a spread from history: the best and its
+    rivals at each level where some rival's interval against the best holds 0 (a close call), and
+    none at a level every rival clearly lost. Without one: the best at every level and every config
+    within noise of it (race.finalists, the rule before the prior)."""
+    if prior is None or not prior.from_history:
+        return race.finalists(step, candidates)
+    rows = step[step["score"].notna() & step["concurrency"].notna()]
+    chosen: set[str] = set()
+    for _, level in rows.groupby(race.GROUP, dropna=False, sort=False):
+        rivals = level[~level["best"] & ~(level["vs_best_ci_hi"] < 0)]
+        if not rivals.empty:
+            chosen |= {*level.loc[level["best"], "config"], *rivals["config"]}
+    return [c for c in candidates if c in chosen]

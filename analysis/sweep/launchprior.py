@@ -1,0 +1,62 @@
+"""The launch-to-launch spread a sweep's one-launch verdicts allow for: its record and its words.
+
+Read from a host's earlier sweeps at plan time (analysis.running.prior, which hands it to the
+plan), held by the host's plan and every fact of it (analysis.facts.schema), and taken by the step
+table's verdicts (analysis.report.compare.verdict_ci). Where no history has one, the assumption.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from analysis.sweep.estimate import t975
+
+# The launch-to-launch spread (CV of a launch's mean tok/s) a verdict allows for where the sweep
+# measured no config twice and its host's history had none: measured on the README demo's
+# machine (docs/trust-stats.md).
+LAUNCH_CV_PRIOR = 0.25
+
+
+class LaunchPrior(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """The CV of a launch's mean tok/s, in %, worth `df` degrees of freedom (None: treated as known)."""
+
+    cv_pct: float
+    df: float | None = None
+    source: str  # where it came from, in words: earlier sweeps on this host, or the assumption
+    from_history: bool  # false: no history on this host/engine/model, the stated assumption
+
+
+ASSUMED = LaunchPrior(
+    cv_pct=LAUNCH_CV_PRIOR * 100.0,
+    df=None,
+    source="assumed: no earlier sweep of this host, engine and model launched a config twice",
+    from_history=False,
+)
+
+
+def tau2(cv_pct: float) -> float:
+    """The variance of a launch's log mean tok/s whose CV is `cv_pct` %."""
+    return math.log1p((cv_pct / 100.0) ** 2)
+
+
+def close_gap_pct(prior: LaunchPrior) -> float:
+    """How far behind the best (%) a rival measured once on each side is still a close call at this
+    spread: the 95% half-width of two one-launch means' log difference (repeat noise left out)."""
+    t = t975(prior.df) if prior.df else 1.959964
+    return -math.expm1(-t * math.sqrt(2.0 * tau2(prior.cv_pct))) * 100.0
+
+
+def describe(prior: LaunchPrior, speculative: int) -> str:
+    """The plan's sentence: the spread, where it came from, and which finalists it relaunches."""
+    if not prior.from_history:
+        return (
+            f"launch spread {prior.cv_pct:.0f}% ({prior.source}): the finalists are the best and every "
+            f"config within noise of it (up to {speculative})"
+        )
+    return (
+        f"launch spread {prior.cv_pct:.1f}% from {prior.source}: one launch decides a level where every "
+        f"rival is more than about {close_gap_pct(prior):.1f}% behind the best; only the best and its "
+        f"rivals of a closer call are launched again (0 to {speculative})"
+    )
