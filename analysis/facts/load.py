@@ -38,7 +38,10 @@ INT_COLUMNS = [
     "run_index", "launch_index", *(m.name for m in metrics.ROWS if m.integer),
 ]  # fmt: skip
 FLOAT_COLUMNS = [
-    "started_at", "duration_s", "launch_prior_cv_pct", "launch_prior_df",
+    "started_at",
+    "duration_s",
+    "launch_prior_cv_pct",
+    "launch_prior_df",
     *(m.name for m in metrics.ROWS if not m.integer),
 ]
 BOOL_COLUMNS = [*(c for c in COLUMNS if COLUMN_TYPES[c] is bool), "run_ok", "failed", "interfered"]

@@ -18,7 +18,6 @@ import msgspec
 
 from analysis.engines import NAMES
 from analysis.sweep.client import CLIENTS
-from analysis.engines import NAMES
 from analysis.sweep.config import Config
 from analysis.sweep.launchprior import LaunchPrior
 from analysis.sweep.order import CHECK, FINALIST, GRID

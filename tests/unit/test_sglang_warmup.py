@@ -9,7 +9,7 @@ import pytest
 import yaml
 from test_sglang_argv import BASELINE, HEAD, render, server
 
-from analysis.sweep.engines import SettingError
+from analysis.engines.base import SettingError
 
 DEFAULTS = Path(__file__).resolve().parents[2] / "roles/sglang_server/defaults/main.yml"
 
