@@ -235,8 +235,17 @@ def argv(config: Point, s: Settings, slots: int) -> list[str]:
     api_key = text(s, "api_key")
     if api_key is not None:
         out += ["--api-key", api_key]
+    extra = words(s, "extra_args")
+    if "--enable-metrics-for-all-schedulers" in extra:
+        # Every attention-TP rank's scheduler then exports its gauges, not rank 0's alone (0.5.23
+        # managers/scheduler.py, metrics_enabled), and the server-load probe sums the series.
+        raise SettingError(
+            "extra_args: --enable-metrics-for-all-schedulers has every TP rank report the same requests, "
+            "so the server's running and queued figures would count each request tp_size times; drop it "
+            "(--enable-metrics, set by sglang_server_enable_metrics, is what the sweep reads)."
+        )
     # Last, so an extra flag overrides one rendered above (argparse keeps the last value).
-    return out + _multinode(s) + words(s, "extra_args")
+    return out + _multinode(s) + extra
 
 
 # ---------------------------------------------------------------------------------------------

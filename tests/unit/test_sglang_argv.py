@@ -454,6 +454,18 @@ def test_optional_settings_multi_node_api_key_and_extra_args() -> None:
     ]
 
 
+def test_metrics_for_all_schedulers_is_refused_naming_why() -> None:
+    # Every rank's scheduler would export the same requests and the server-load probe sums them.
+    srv = server(extra_args=["--trust-remote-code", "--enable-metrics-for-all-schedulers"])
+    with pytest.raises(
+        SettingError, match=r"^extra_args: --enable-metrics-for-all-schedulers .* tp_size times"
+    ):
+        render(make(1, algorithm="EAGLE3"), srv)
+    assert "--trust-remote-code" in render(
+        make(1, algorithm="EAGLE3"), server(extra_args=["--trust-remote-code"])
+    )
+
+
 # --------------------------------------------------------------------------------------
 # Invalid combinations, each refused where it is now checked, naming the variable
 # --------------------------------------------------------------------------------------
