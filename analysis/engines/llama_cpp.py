@@ -132,4 +132,5 @@ ENGINE = Engine(
     algorithms=ALGORITHMS,
     # a 270M model on 2 CPU cores
     assumed_tps=40.0,
+    cpu_bound=True,
 )

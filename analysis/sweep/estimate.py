@@ -36,7 +36,6 @@ ASSUMED_OVERHEAD_S = 20.0
 ASSUMED_SETUP_S = 30.0  # the plan, preflight and install before the first launch
 ASSUMED_TPS = {name: e.assumed_tps for name, e in ENGINES.items()}
 RATE_EXPONENT = 0.5
-CPU_ENGINES = ("llama_cpp",)  # engines whose speed is the CPU share they get
 MIN_SHARE = 0.1  # a share below this says more about the sample than the server
 ASSUMED_CV = 0.10
 SWEEPS_READ = 10  # earlier sweeps read for rates, newest first
@@ -137,7 +136,7 @@ def history(results_dir: Path, engine: str, model: str | None) -> History:
                 if (f.get("engine") or {}).get("name") == engine
                 and (match_model is None or f["engine"].get("model") == match_model)
             ]  # fmt: skip
-            _take(out, facts, _run_started_at(sweep), engine in CPU_ENGINES)
+            _take(out, facts, _run_started_at(sweep), ENGINES[engine].cpu_bound)
         if out.load_s is not None:
             break  # the model's own history; another model's only where it has none
     return out
@@ -295,11 +294,11 @@ def parts(
     assumed: list[str] = []
     bench = 0.0
     share = 1.0
-    if cpu_now is not None and engine in CPU_ENGINES:
+    if cpu_now is not None and ENGINES[engine].cpu_bound:
         share = cpu_share(*cpu_now)
         had = f"; history's runs had {h.free:.2f}" if h.free is not None else ""
         assumed.append(f"the server gets {cpu_now[0]:.2f} of its {cpu_now[1]:g} core(s) now{had}")
-    elif h.free is not None and engine in CPU_ENGINES:
+    elif h.free is not None and ENGINES[engine].cpu_bound:
         share = cpu_share(h.free, h.need)  # load unseen: the share history's runs had
     for level in levels:
         tps, why = level_rate(h, engine, level.workload, level.concurrency)
@@ -326,7 +325,7 @@ def parts(
     if setup is None:
         setup = ASSUMED_SETUP_S
         assumed.append(f"{ASSUMED_SETUP_S:.0f} s before the first launch")
-    free = cpu_now[0] if cpu_now is not None and engine in CPU_ENGINES else None
+    free = cpu_now[0] if cpu_now is not None and ENGINES[engine].cpu_bound else None
     return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)), free)
 
 

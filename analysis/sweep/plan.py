@@ -212,7 +212,7 @@ def _prompt_set_records() -> int:
 def cpu_now(host: HostInput) -> tuple[float, float] | None:
     """A CPU engine's (cores it would get now, its threads) on a host that is the controller: the
     load average says how many others run (analysis.sweep.estimate.free_cores); None elsewhere."""
-    if not host.local or host.engine not in est.CPU_ENGINES:
+    if not host.local or not ENGINES[host.engine].cpu_bound:
         return None
     need = float(host.settings.get("threads") or 1)
     return est.free_cores(os.getloadavg()[0], os.cpu_count() or 1, need), need
