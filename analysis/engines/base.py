@@ -92,6 +92,8 @@ class Engine:
     adaptive: Adaptive | None = None  # None: no per-batch-size schedule arm
     multinode: bool = False  # one server over several hosts (node ranks >= 1 follow rank 0)
     assumed_tps: float = 40.0  # a baseline's rate for the first estimate, before any sweep of it
+    # A launch's load for the first estimate, before any sweep of it (None: up to the health timeout).
+    assumed_load_s: float | None = None
     cpu_bound: bool = False  # its speed is the CPU share it gets (the estimate scales by the host's load)
     # The settings naming the checkpoint files or folders a launch reads (-e prefetch reads them ahead).
     checkpoints: tuple[str, ...] = ("model_path",)

@@ -132,5 +132,7 @@ ENGINE = Engine(
     algorithms=ALGORITHMS,
     # a 270M model on 2 CPU cores
     assumed_tps=40.0,
+    # a GGUF of a few GB read from local disk into a CPU server (the demo's 270M: 2 s)
+    assumed_load_s=10.0,
     cpu_bound=True,
 )

@@ -314,7 +314,11 @@ def parts(
         tps, _ = level_rate(h, engine, first.workload, 1)
         bench += m.warmup * first.turns * first.tokens / (tps * share)
     load = h.load_s
-    if load is None:
+    guess = ENGINES[engine].assumed_load_s
+    if load is None and guess is not None and guess < health_timeout_s:
+        load = guess
+        assumed.append(f"load {guess:.0f} s")
+    elif load is None:
         load = health_timeout_s
         assumed.append(f"load up to the health timeout, {health_timeout_s:.0f} s")
     overhead = h.overhead_s

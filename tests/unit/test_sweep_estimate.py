@@ -68,7 +68,12 @@ def test_the_parts_name_every_assumption_and_add_up() -> None:
     assert p.bench_s == 3 * 14 * 4 + 1 * 2 * 96 / 48  # 3 repeats and the warm-up
     assert p.total_s == 20 + 4 * (10 + 5 + p.bench_s)
     bare = est.parts(est.History(), "llama_cpp", [CHAT], STOP, launches=1, health_timeout_s=600)
+    assert bare.load_s == 10 and "load 10 s" in bare.assumptions  # the engine's own guess
+    # SGLang has no guess: up to the health timeout; nor does a guess above the timeout hold.
+    bare = est.parts(est.History(), "sglang", [CHAT], STOP, launches=1, health_timeout_s=600)
     assert bare.load_s == 600 and "load up to the health timeout, 600 s" in bare.assumptions
+    bare = est.parts(est.History(), "llama_cpp", [CHAT], STOP, launches=1, health_timeout_s=5)
+    assert bare.load_s == 5 and "load up to the health timeout, 5 s" in bare.assumptions
 
 
 def test_a_long_sweep_names_its_biggest_lever() -> None:
