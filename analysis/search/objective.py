@@ -40,9 +40,12 @@ def level_samples(
     completed.
 
     Only completed repeats count (the report's medians skip failed runs too); a failed fact has
-    none at any level. Runs naming workloads give one sample per (level, repeat): the mix's rate
-    over that repeat of each workload, weighed by `shares` (default: equal shares of the workloads
-    measured, as `recommend`); a repeat missing one of the mix's workloads gives none.
+    none at any level. A value of 0 gives no sample (probes are compared as logs): a goodput repeat
+    with no request within the SLOs, so a config with none in any repeat is a failed probe.
+
+    Runs naming workloads give one sample per (level, repeat): the mix's rate over that repeat of
+    each workload, weighed by `shares` (default: equal shares of the workloads measured, as
+    `recommend`); a repeat missing one of the mix's workloads gives none.
     """
     samples: dict[int, list[float]] = {c: [] for c in levels_of(fact)}
     if fact.status != "ok" or fact.failure is not None:
