@@ -19,6 +19,8 @@ VALUES = {
     "gate_tok_s": "REAL", "gate_tok_s_floor": "REAL", "gate_accept_length": "REAL", "gate_errors": "INTEGER",
     "gate_requests": "INTEGER", "sweep_tok_s": "REAL", "sweep_tok_s_ci_lo": "REAL",
     "sweep_accept_ci_lo": "REAL", "sweep_accept_ci_hi": "REAL",
+    # The gate's figures' unit (tok/s; req/s for goodput); NULL: stored before it was, tok/s.
+    "gate_unit": "TEXT",
 }  # fmt: skip
 FIELDS = ["host", "deployed_at", *VALUES]
 TABLE = f"""
@@ -42,7 +44,7 @@ def row(host: str, target: dict[str, Any], verdict: dict[str, Any], launcher: st
         "gate_accept_length": verdict["accept_length"], "gate_errors": verdict["errors"],
         "gate_requests": verdict["requests"], "sweep_tok_s": sweep["tok_s"],
         "sweep_tok_s_ci_lo": sweep["tok_s_ci_lo"], "sweep_accept_ci_lo": sweep["accept_ci_lo"],
-        "sweep_accept_ci_hi": sweep["accept_ci_hi"],
+        "sweep_accept_ci_hi": sweep["accept_ci_hi"], "gate_unit": verdict.get("unit", "tok/s"),
     }  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from analysis.redact import REDACTED
 from analysis.report import mix as traffic
 from analysis.report.cli import build_tables
 from analysis.report.recommend import recommend
+from analysis.report.sla import Sla
 from analysis.stats import t975
 from analysis.sweep.hostplan import Document, Entry, PlanError, Sweep, load_document
 from analysis.sweep.mix import MixError
@@ -162,20 +163,19 @@ def choose(
     except (ValueError, PlanError) as exc:
         raise DeployError(f"from: {plan_path}: {exc}") from None
     sweep_id = plan.sweep.id
-    # The objective the sweep was asked to rank on (older sweeps: the default) picks the config and
-    # is what the gate measures again.
-    objective = objectives.get(plan.sweep.settings.objective)
-    if objective.needs_sla:
-        raise DeployError(
-            f"from: sweep {sweep_id} ranks on {objective.name}; the deploy gate measures throughput or "
-            "per_user only (deploy with config=NAME from a sweep ranked on one of them)"
-        )
+    # The objective the sweep was asked to rank on (older sweeps: the default), with its SLOs,
+    # picks the config and is what the gate measures again.
+    settings = plan.sweep.settings
+    objective = objectives.get(settings.objective)
+    sla = Sla(settings.sla_ttft_p99_ms, settings.sla_itl_p99_ms)
+    if problem := objectives.sla_problem(objective, sla.given):  # a plan.json edited since
+        raise DeployError(f"from: sweep {sweep_id}: {problem}")
     result = result or load_sweeps([sweep_dir])
     if result.runs.empty:
         raise DeployError(f"from: sweep {sweep_id} holds no result facts")
     try:
         step, shares = traffic.answer_table(
-            build_tables(result, objective=objective).step,
+            build_tables(result, sla=sla, objective=objective).step,
             mix,
             option="mix",
             default=traffic.recorded([sweep_dir]),
@@ -191,7 +191,6 @@ def choose(
             f"{', '.join(missing)}: not measured by sweep {sweep_id} (its hosts: {', '.join(sorted(swept))})"
         )
     accept = accept_ci(result.runs)
-    settings = plan.sweep.settings
     traffic_sent = _traffic(plan.sweep)
     out = {}
     for h in hosts:
@@ -229,8 +228,12 @@ def choose(
             "listen": server.host,
             "health_timeout_s": server.health_timeout_s,
             "sweep": {
-                # The objective's median and interval (tok/s), as the gate measures it again.
+                # The objective's median and interval (its unit; the keys predate goodput's req/s),
+                # and the SLOs goodput counts requests within, as the gate measures it again.
                 "objective": objective.name,
+                "unit": objective.unit,
+                "sla_ttft_p99_ms": sla.ttft_p99_ms,
+                "sla_itl_p99_ms": sla.itl_p99_ms,
                 "tok_s": _number(row["score"]),
                 "tok_s_ci_lo": _number(row["tps_ci_lo"]),
                 "tok_s_ci_hi": _number(row["tps_ci_hi"]),

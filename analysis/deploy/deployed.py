@@ -41,8 +41,10 @@ def deployed_configs(path: Path) -> dict[str, str]:
 def _gate(r: pd.Series) -> str:
     """The gate's figures in a few words."""
     accept = "" if pd.isna(r["gate_accept_length"]) else f", accept {r['gate_accept_length']:.2f}"
-    sweep = f"sweep {r['sweep_tok_s']:.1f}, floor {r['gate_tok_s_floor']:.1f}"
-    return f"{r['gate_tok_s']:.1f} tok/s ({sweep}){accept}"
+    unit = r["gate_unit"] if isinstance(r.get("gate_unit"), str) else "tok/s"  # NULL: stored before units
+    spec = ".1f" if unit == "tok/s" else ".2f"  # as the gate printed them
+    sweep = f"sweep {r['sweep_tok_s']:{spec}}, floor {r['gate_tok_s_floor']:{spec}}"
+    return f"{r['gate_tok_s']:{spec}} {unit} ({sweep}){accept}"
 
 
 def table_text(table: pd.DataFrame) -> str:

@@ -93,10 +93,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
         if "NOT NULL" in kind and "DEFAULT" not in kind:  # every store had these: this is something else
             raise HistoryError(f"{path}: table runs has no column {name}; not a specsweep history store")
         conn.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
-    kept = {row[1] for row in conn.execute("PRAGMA table_info(recommendations)")}
-    for name, kind in recommendations.VALUES.items():  # all nullable: NULL, not recorded then
-        if name not in kept:
-            conn.execute(f"ALTER TABLE recommendations ADD COLUMN {name} {kind}")
+    for table, values in (("recommendations", recommendations.VALUES), ("deployments", deployments.VALUES)):
+        kept = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for name, kind in values.items():  # all nullable: NULL, not recorded then
+            if name not in kept:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
     for table in ("runs", "recommendations"):
         _rekey(conn, table)
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import pandas as pd
 
 from analysis import hostorder, metrics, objectives
-from analysis.facts.rows import run_numbers
-from analysis.facts.schema import Run
 from analysis.report import equivalence
 from analysis.report.launches import launch_table
 from analysis.stats import log_ratio_ci, median_ci, ratio_ci, straddles_zero, verdict
@@ -97,24 +93,6 @@ def run_score(runs: pd.DataFrame, objective: objectives.Objective) -> pd.Series:
     else:
         raise ValueError(f"objective {objective.name}: the runs carry no {objective.column} (no SLA given?)")
     return value.where(runs["run_ok"].fillna(False).astype(bool))
-
-
-def run_values(runs: Sequence[Run], objective: objectives.Objective) -> list[float | None]:
-    """Each run's value of a runs-only objective (throughput, per_user) by run_score's rule: for
-    what reads a fact's or a benchmark's runs, not the report's rows (the step search, the deploy
-    gate); None for a run that did not complete."""
-    numbers = [run_numbers(r) for r in runs]
-    frame = pd.DataFrame(
-        {
-            "run_index": range(len(runs)),
-            "user_tps": [n["user_tps"] for n in numbers],
-            "output_tokens": [n["output_tokens"] for n in numbers],
-            "duration_s": [r.duration_s for r in runs],
-            "window_output_tokens": [r.window_output_tokens for r in runs],
-        },
-        dtype="float64",
-    ).assign(run_ok=[n["run_ok"] for n in numbers])
-    return [None if pd.isna(v) else float(v) for v in run_score(frame, objective)]
 
 
 def _cells(runs: pd.DataFrame, objective: objectives.Objective) -> pd.DataFrame:

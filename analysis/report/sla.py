@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from analysis.report.compare import GROUP, total_tps
+from analysis.facts.rows import run_numbers
+from analysis.facts.schema import Run
+from analysis.objectives import Objective
+from analysis.report.compare import GROUP, run_score, total_tps
 
 CELL = [*GROUP, "config"]  # one step-table row
 SLA_COLUMNS = ["total_tps", "user_tps", "goodput_rps", "slo_attainment", "meets_sla"]
@@ -135,6 +139,38 @@ def with_run_goodput(runs: pd.DataFrame, requests: pd.DataFrame | None, sla: Sla
     per_run = run_table(runs, requests, sla)[[*keys, "goodput_rps"]].drop_duplicates(keys)
     found = runs[keys].merge(per_run, on=keys, how="left")
     return runs.assign(goodput_rps=found["goodput_rps"].to_numpy())
+
+
+def run_values(runs: Sequence[Run], objective: Objective, sla: Sla | None = None) -> list[float | None]:
+    """Each run's value of the objective by run_score's rule, read from a fact's or a benchmark's
+    runs rather than the report's rows (the step search, the deploy gate); None for a run that did
+    not complete. Goodput counts each run's requests within `sla` as the report does
+    (with_run_goodput); without an SLO it has no value."""
+    numbers = [run_numbers(r) for r in runs]
+    frame = pd.DataFrame(
+        {
+            "run_index": range(len(runs)),
+            "user_tps": [n["user_tps"] for n in numbers],
+            "output_tokens": [n["output_tokens"] for n in numbers],
+            "duration_s": [r.duration_s for r in runs],
+            "window_output_tokens": [r.window_output_tokens for r in runs],
+            "window_requests": [r.window_requests for r in runs],
+        },
+        dtype="float64",
+    ).assign(run_ok=[n["run_ok"] for n in numbers], fact_id=0)
+    if objective.needs_sla:
+        requests = pd.DataFrame(
+            [
+                (0, i, q.error, q.output_tokens, q.ttft_s, q.e2e_s)
+                for i, r in enumerate(runs)
+                for q in r.requests
+            ],
+            columns=["fact_id", "run_index", "error", "output_tokens", "ttft_s", "e2e_s"],
+        )
+        # The run rows' table keys: one benchmark, so none tells its runs apart (run_index does).
+        keys = dict.fromkeys([*GROUP, "config_id"])
+        frame = with_run_goodput(frame.astype({"run_index": "Int64"}).assign(**keys), requests, sla or Sla())
+    return [None if pd.isna(v) else float(v) for v in run_score(frame, objective)]
 
 
 def meets(step: pd.DataFrame, sla: Sla) -> pd.Series:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis import objectives
+from analysis.report.sla import Sla, add_sla_options
 from analysis.search.state import Asker, InputError, next_step, parse_candidates, profile_of, render_summary
 from analysis.sweep import mix
 
@@ -58,9 +59,10 @@ def add_parser(subparsers: Any) -> None:
         help="judge a launch of several workloads on this mix of requests (default: equal shares)",
     )  # fmt: skip
     nxt.add_argument(
-        "--objective", choices=[n for n, o in objectives.OBJECTIVES.items() if not o.needs_sla],
-        default=objectives.DEFAULT.name, help="what a probe is judged on (default: throughput)",
+        "--objective", choices=objectives.NAMES, default=objectives.DEFAULT.name,
+        help="what a probe is judged on (default: throughput; goodput needs --sla-*)",
     )  # fmt: skip
+    add_sla_options(nxt)
     nxt.set_defaults(func=run_next)
     summary = sub.add_parser("summary", help="print what each search of a sweep found, and why")
     summary.add_argument("--sweep-dir", required=True, type=Path, help="results/<sweep_id>")
@@ -85,7 +87,7 @@ def run_next(args: argparse.Namespace) -> int:
             raise InputError(f"{args.sweep_dir}: no such sweep folder")
         asker = Asker(
             args.sweep_dir, args.host, args.run_id, args.scope, profile_of(candidates[0].id), mix=args.mix,
-            objective=objectives.from_args(args),
+            objective=objectives.from_args(args), sla=Sla.from_args(args),
         )  # fmt: skip
         answer = next_step(asker, candidates, args.parallel, args.max_launches, sorted(set(args.concurrency)))
     except InputError as exc:

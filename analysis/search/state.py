@@ -20,6 +20,7 @@ from analysis import objectives
 from analysis.facts.schema import Fact, SchemaError, load_fact
 from analysis.files import write_json_atomic
 from analysis.objectives import Objective
+from analysis.report.sla import Sla
 from analysis.search.decide import Decision, Probe, decide, median_interval
 from analysis.search.levels import LevelsDecision, decide_levels
 from analysis.search.objective import decode_samples, level_probes, level_samples, levels_of, probe_of
@@ -52,8 +53,14 @@ class Asker:
     # The traffic's shares by workload a probe is judged on (the sweep's `mix`); empty: equal
     # shares of the workloads measured (analysis.search.objective.level_samples).
     mix: Mapping[str, float] = field(default_factory=dict)
-    # What a probe is judged by (the sweep's `objective`: throughput or per_user).
+    # What a probe is judged by (the sweep's `objective`), and the SLOs goodput counts requests within.
     objective: Objective = objectives.DEFAULT
+    sla: Sla = field(default_factory=Sla)
+
+    def __post_init__(self) -> None:
+        """Refuse goodput without an SLO before anything is read or claimed."""
+        if problem := objectives.sla_problem(self.objective, self.sla.given):
+            raise InputError(problem)
 
     @property
     def claims(self) -> Path:
@@ -134,14 +141,14 @@ def _load(path: Path) -> Fact | None:
 def _baseline_median(asker: Asker, host: str) -> float | None:
     """Median objective value of the host's baseline for this profile, None when it has none that is ok."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    samples = decode_samples(fact, shares=asker.mix, objective=asker.objective) if fact else []
+    samples = decode_samples(fact, shares=asker.mix, objective=asker.objective, sla=asker.sla) if fact else []
     return statistics.median(samples) if samples else None
 
 
 def _baseline_medians(asker: Asker, host: str) -> dict[int, float]:
     """Median objective value of the host's baseline for this profile at each level it measured."""
     fact = _load(asker.root / host / f"baseline{'+' + asker.profile if asker.profile else ''}.json")
-    found = level_samples(fact, asker.mix, asker.objective) if fact else {}
+    found = level_samples(fact, asker.mix, asker.objective, asker.sla) if fact else {}
     return {c: statistics.median(s) for c, s in found.items() if s}
 
 
@@ -177,13 +184,17 @@ def observe(asker: Asker, candidates: Sequence[Candidate]) -> Observed:
     name = asker.objective.name
     unit = f"{name} / host baseline" if baselines else name
     probes = {
-        cid: probe_of(fs, baselines, shares=asker.mix, objective=asker.objective) for cid, fs in facts.items()
+        cid: probe_of(fs, baselines, shares=asker.mix, objective=asker.objective, sla=asker.sla)
+        for cid, fs in facts.items()
     }
     levels = sorted({c for fs in facts.values() for f in fs for c in levels_of(f)})
     per_host = {h: _baseline_medians(asker, h) for h in hosts}
     ratios = all(c in per_host[h] for h in hosts for c in levels)
     by_level = {c: {h: per_host[h][c] for h in hosts} for c in levels} if ratios else None
-    found = {cid: level_probes(fs, levels, by_level, asker.mix, asker.objective) for cid, fs in facts.items()}
+    found = {
+        cid: level_probes(fs, levels, by_level, asker.mix, asker.objective, asker.sla)
+        for cid, fs in facts.items()
+    }
     return Observed(
         facts,
         probes,

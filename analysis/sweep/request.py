@@ -463,8 +463,6 @@ def objective_problems(values: Mapping[str, Any]) -> list[str]:
     given = any(values.get(name) is not None for name in ("sla_ttft_p99_ms", "sla_itl_p99_ms"))
     objective = objectives.get(values["objective"])
     problem = objectives.sla_problem(objective, given)
-    if not problem and objective.needs_sla and values.get("search"):
-        problem = f"objective: the step search judges throughput or per_user, not {objective.name}"
     return [problem] if problem else []
 
 

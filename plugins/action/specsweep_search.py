@@ -15,6 +15,7 @@ from ansible.plugins.action import ActionBase
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
 from analysis import objectives
+from analysis.report.sla import Sla
 from analysis.search.state import Asker, Candidate, InputError, next_step
 from analysis.sweep import hostplan, lease
 from analysis.sweep.config import DEFAULT_PROFILE
@@ -41,11 +42,16 @@ class ActionModule(ActionBase):
         candidates = [Candidate(cid, e.config.steps) for cid, e in entries.items()]
         # Hosts of the run that left it (unreachable, failed): their probes are taken over.
         lost = frozenset(plan["sweep"]["hosts"]) - set(task_vars["ansible_play_hosts"])
-        asker = Asker(
-            Path(where["dir"]), where["host"], where["run_id"], "all" if shard else "host",
-            "" if profile == DEFAULT_PROFILE else profile, lost, plan["sweep"]["settings"]["mix"],
-            objectives.get(plan["sweep"]["settings"].get("objective")),
-        )  # fmt: skip
+        settings = plan["sweep"]["settings"]
+        sla = Sla(settings.get("sla_ttft_p99_ms"), settings.get("sla_itl_p99_ms"))
+        try:
+            asker = Asker(
+                Path(where["dir"]), where["host"], where["run_id"], "all" if shard else "host",
+                "" if profile == DEFAULT_PROFILE else profile, lost, settings["mix"],
+                objectives.get(settings.get("objective")), sla,
+            )  # fmt: skip
+        except InputError as exc:
+            raise AnsibleActionFail(f"step search: {exc}") from exc
         parallel = len(plan["sweep"]["hosts"]) - len(lost) if shard else 1
         levels = plan["sweep"]["settings"]["concurrency"]
         try:

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import pytest
@@ -30,8 +31,9 @@ from analysis.sweep import request as sweep_request
 ARGV = ["python", "-m", "sglang.launch_server", "--host", "0.0.0.0", "--port", "30000", "--api-key", REDACTED]
 
 
-def plan(sweep: Path, hosts: list[str], configs: list[str]) -> None:
-    """A plan.json as the sweep writes it: each host's launches, secrets redacted."""
+def plan(sweep: Path, hosts: list[str], configs: list[str], **settings: Any) -> None:
+    """A plan.json as the sweep writes it: each host's launches, secrets redacted (settings: the
+    sweep's, besides those every test here shares)."""
     served = server(engine="sglang", model="Kimi-K2.5", host="0.0.0.0", port=30000, url="http://0.0.0.0:30000",
                     health_timeout_s=1800.0, api_key=REDACTED, python="/opt/sglang/bin/python")  # fmt: skip
     entries = [
@@ -40,7 +42,7 @@ def plan(sweep: Path, hosts: list[str], configs: list[str]) -> None:
     ]
     doc = {
         "schema_version": 2,
-        "sweep": plan_sweep(sweep.name, max_tokens=128, warmup=1, seed=7),
+        "sweep": plan_sweep(sweep.name, max_tokens=128, warmup=1, seed=7, **settings),
         "hosts": {h: host_plan(entries, engine="sglang", role="sglang_server", server=served) for h in hosts},
     }
     (sweep / "plan.json").write_text(json.dumps(doc), encoding="utf-8")
@@ -272,6 +274,71 @@ def test_gate_measures_the_objective_the_sweep_ranked_on() -> None:
     # Per user, a request's tokens over its e2e latency: far below a floor set on throughput.
     assert user.tok_s == pytest.approx(sum(128 / (0.5 + 127 / t) for t in (97.0, 99.0)) / 2)
     assert (user.passed, user.gate) == (False, "tok/s"), user
+
+
+# A sweep ranked on goodput with a TPOT SLO of 15 ms: 0.8 requests/s within it, 95% CI low 0.7.
+GOODPUT_SWEEP = {**SWEEP, "objective": "goodput", "unit": "req/s", "tok_s": 0.8, "tok_s_ci_lo": 0.7,
+                 "tok_s_ci_hi": 0.9, "sla_ttft_p99_ms": None, "sla_itl_p99_ms": 15.0}  # fmt: skip
+
+
+def goodput_bench(tps: list[float]) -> dict:
+    """One 4 s run of 128-token requests at these tok/s: TPOT 10 ms at 100 (within 15), 20 at 50."""
+    return {"runs": [to_dict(run(tps, accept_length=2.5, duration_s=4.0))]}
+
+
+def test_a_gate_on_goodput_counts_the_requests_within_the_sweeps_slos() -> None:
+    verdict = gate.judge(GOODPUT_SWEEP, goodput_bench([100.0, 100.0, 100.0, 50.0]))
+    assert verdict.passed and verdict.tok_s == pytest.approx(0.75) and verdict.unit == "req/s"
+    assert verdict.detail == "goodput 0.75 req/s (floor 0.70), accept length 2.50, 4 request(s), no errors"
+    # As fast in tokens (128 tok/s over the window, far above any tok/s floor), but one request of
+    # four within the TPOT SLO: goodput fails, named so, in requests/s.
+    slow = gate.judge(GOODPUT_SWEEP, goodput_bench([100.0, 50.0, 50.0, 50.0]))
+    assert (slow.passed, slow.gate, slow.tok_s) == (False, "goodput", pytest.approx(0.25))
+    assert slow.detail == "goodput 0.25 req/s, below the sweep's 95% CI low 0.70 (median 0.80)"
+    # The SLOs are the sweep's: a TTFT SLO below every request's 0.5 s leaves none good.
+    ttft = gate.judge({**GOODPUT_SWEEP, "sla_ttft_p99_ms": 400.0}, goodput_bench([100.0] * 4))
+    assert (ttft.gate, ttft.tok_s) == ("goodput", 0.0)
+    # With a tolerance the floor is the sweep's median less that many %, as for tok/s.
+    assert gate.judge(GOODPUT_SWEEP, goodput_bench([100.0, 100.0, 50.0, 50.0]), tolerance_pct=40.0).passed
+
+
+def test_a_sweep_ranked_on_goodput_deploys_and_its_gate_measures_goodput(sweep: Path) -> None:
+    # Every request within a 1 s TTFT SLO: a run's goodput is its one request over its window.
+    plan(sweep, ["gpu-a", "gpu-b"], ["baseline", "s3", "s5"], objective="goodput", sla_ttft_p99_ms=1000.0)
+    target = choose(sweep, HOSTS)["gpu-a"]
+    assert target["config"] == "s3"
+    figures = target["sweep"]
+    assert (figures["objective"], figures["unit"], figures["sla_ttft_p99_ms"]) == ("goodput", "req/s", 1000.0)
+    assert figures["tok_s"] == pytest.approx(150.0 / 128)  # 1 request in 128 / 150 s
+    assert figures["tok_s_ci_lo"] < figures["tok_s"] < figures["tok_s_ci_hi"]
+    canary = {"runs": [to_dict(run([150.0, 150.0], accept_length=2.5))]}
+    assert gate.judge(figures, canary).passed
+    late = {"runs": [to_dict(run([150.0, 150.0], accept_length=2.5, ttft_s=1.5))]}  # beyond the SLO
+    verdict = gate.judge(figures, late)
+    assert (verdict.passed, verdict.gate, verdict.tok_s) == (False, "goodput", 0.0)
+
+
+def test_the_deployed_list_gives_each_gates_figures_in_their_unit(
+    sweep: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "history.sqlite"
+    conn = history.connect(db)
+    record(
+        conn, row("gpu-b", choose(sweep, HOSTS)["gpu-b"], gate.judge(SWEEP, bench([97.0])).as_dict(), "nohup")
+    )
+    # A row stored before the unit was: the column comes back empty, and means tok/s.
+    conn.execute("ALTER TABLE deployments DROP COLUMN gate_unit")
+    conn.commit()
+    conn.close()
+    plan(sweep, ["gpu-a", "gpu-b"], ["baseline", "s3", "s5"], objective="goodput", sla_ttft_p99_ms=1000.0)
+    target = choose(sweep, HOSTS)["gpu-a"]
+    verdict = gate.judge(target["sweep"], {"runs": [to_dict(run([150.0, 150.0], accept_length=2.5))]})
+    conn = history.connect(db)
+    record(conn, row("gpu-a", target, verdict.as_dict(), "nohup"))
+    conn.close()
+    assert cli.main(["deployed", "--history", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "1.17 req/s (sweep 1.17, floor " in text and "97.0 tok/s (sweep 100.0, floor 95.0)" in text, text
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from analysis import cli
+from analysis import cli, objectives
 from analysis.facts.schema import Fact
+from analysis.report.sla import Sla
 from analysis.search import decide as search_core
 from analysis.search import levels, objective
 from analysis.search import state as search_state
@@ -448,6 +449,55 @@ def test_without_a_baseline_the_objective_is_raw_tps(ask: Ask, tmp_path: Path) -
     ask("gpu-a", "host")
     state = json.loads((tmp_path / SWEEP / "search-gpu-a.json").read_text())
     assert state["unit"] == "throughput" and state["observations"]["s4"]["median"] == pytest.approx(150.0)
+
+
+def goodput_fact(root: Path, steps: int, tps: list[float]) -> None:
+    """A fact of 3 repeats, each of requests at these tok/s (+-1%), 128 tokens after a 0.5 s TTFT."""
+    runs = [factories.run([t * f for t in tps], repeat=i) for i, f in enumerate((0.99, 1.0, 1.01))]
+    factories.write_sweep(root, [factories.fact(factories.config(steps), runs, host="gpu-a")])
+
+
+def search_next(tmp_path: Path, cands: list[dict], *options: str) -> tuple[int, str, str]:
+    """`search next` for gpu-a with these options: (exit code, stdout, stderr)."""
+    argv = ["--sweep-dir", str(tmp_path / SWEEP), "--host", "gpu-a", "--run-id", "run-1", "--scope", "host"]
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "search", "next", *argv, *options],
+        input=json.dumps(cands), capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_the_search_judges_goodput_on_the_sweeps_slos(tmp_path: Path) -> None:
+    # s1: two requests at 100 tok/s (TPOT 10 ms), 100 tok/s in all. s2: one at 200 (5 ms), one at
+    # 50 (20 ms), 125 tok/s in all: the faster in tokens, but one request of two within 15 ms.
+    goodput_fact(tmp_path, 1, [100.0, 100.0])
+    goodput_fact(tmp_path, 2, [200.0, 50.0])
+    cands = [{"id": factories.config(s).id, "steps": s} for s in (1, 2)]
+    fact = search_state._load(tmp_path / SWEEP / "gpu-a" / "s2.json")
+    assert fact is not None
+    slo = Sla(itl_p99_ms=15.0)
+    # Goodput per repeat: the requests within the SLO over the run's window (2 x 128 / 125 s).
+    assert objective.decode_samples(fact, objective=objectives.GOODPUT, sla=slo) == pytest.approx(
+        [1 / (256 / (125 * f)) for f in (0.99, 1.0, 1.01)]
+    )
+    code, out, err = search_next(tmp_path, cands)
+    assert code == 0 and json.loads(out)["best"] == "s2", out + err  # throughput
+    code, out, err = search_next(tmp_path, cands, "--objective", "goodput", "--sla-itl-p99-ms", "15")
+    answer = json.loads(out)
+    assert code == 0 and (answer["action"], answer["best"]) == ("done", "s1"), out + err
+    state = json.loads((tmp_path / SWEEP / "search-gpu-a.json").read_text())
+    assert state["unit"] == "goodput" and state["observations"]["s1"]["median"] == pytest.approx(2 / 2.56)
+
+
+def test_a_search_on_goodput_without_an_slo_is_refused_naming_the_settings(tmp_path: Path) -> None:
+    (tmp_path / SWEEP).mkdir()
+    code, out, err = search_next(tmp_path, candidates(), "--objective", "goodput")
+    assert (code, out) == (2, ""), err
+    assert err.strip() == (
+        "analysis search: objective: goodput counts requests within the SLOs; set sla_ttft_p99_ms or "
+        "sla_itl_p99_ms (--sla-ttft-p99-ms / --sla-itl-p99-ms)"
+    )
+    assert not list((tmp_path / SWEEP).iterdir())  # nothing claimed or written
 
 
 def test_the_module_runs_as_a_command_without_pandas(tmp_path: Path) -> None:

@@ -228,8 +228,8 @@ def test_the_sweeps_slos_and_objective_become_the_analysis_options_and_an_unset_
         ({"objective": "latency"}, "objective: 'latency' is not one of: 'throughput', 'per_user', 'goodput'"),
         ({"objective": "goodput"}, "objective: goodput counts requests within the SLOs; set sla_ttft_p99_ms"),
         (
-            {"objective": "goodput", "sla_itl_p99_ms": 50, "search": "steps"},
-            "objective: the step search judges",
+            {"objective": "goodput", "search": "steps"},
+            "objective: goodput counts requests within the SLOs; set sla_ttft_p99_ms or sla_itl_p99_ms",
         ),
     ],
 )
@@ -242,6 +242,9 @@ def test_the_objective_defaults_to_throughput_and_goodput_takes_the_slos() -> No
     assert request.read({}).values["objective"] == "throughput"
     req = request.read({"objective": "goodput", "sla_itl_p99_ms": "50"})
     assert (req["objective"], req.errors) == ("goodput", [])
+    # The step search judges goodput too, with the same SLOs.
+    searched = request.read({"objective": "goodput", "sla_itl_p99_ms": "50", "search": "steps"})
+    assert searched.errors == []
 
 
 def test_the_load_settings_are_read_as_the_client_takes_them() -> None:
