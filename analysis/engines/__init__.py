@@ -3,8 +3,9 @@
 An engine is one module here that declares an `Engine` (analysis.engines.base): its launch argv from
 a config and the host's settings and version, what it can run (algorithms, axes, clients, adaptive
 schedule, multi-node), its preflight role and how that role has the host's own engine validate the
-grid. Everything else reads this list: the plan, the sweep axes, the fact schema, the roles'
-`choices` and the host-side tables keyed by engine name (tests/unit/test_engines.py checks them).
+grid. Everything else reads this list: the plan, the sweep axes, the fact schema, the engine
+options of the roles (documented as this list) and the two host-side tables keyed by engine name
+(tests/unit/test_engines.py checks them).
 docs/extending.md walks adding one.
 """
 

@@ -66,11 +66,11 @@ class Adaptive:
 
 @dataclass(frozen=True)
 class Engine:
-    """One engine, as the controller sees it. The host side (stdlib-only files) keys its own tables
-    by `name`: the stream adapter and counters (roles/benchmark/files/specsweep_bench.py ADAPTERS),
-    the server-load probe (specsweep_serverload.py METRICS), readiness (plugins/modules/specsweep_wait.py
-    GENERATE) and failure patterns (plugins/module_utils/specsweep_logs.py); tests/unit/test_engines.py
-    checks those keys against ENGINES."""
+    """One engine, as the controller sees it. The host side (stdlib-only files) keys its own two
+    tables by `name`: the benchmark's (roles/benchmark/files/specsweep_bench_engines.py ENGINES: the
+    request and stream adapter, its counters, the server's facts and load gauges) and the modules'
+    (plugins/module_utils/specsweep_engines.py ENGINES: readiness, failure patterns);
+    tests/unit/test_engines.py checks those keys against ENGINES."""
 
     name: str
     role: str  # its preflight role; variables are `<role>_<setting>`, with the role's defaults

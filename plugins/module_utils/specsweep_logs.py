@@ -1,57 +1,50 @@
 """Reading an inference server's log and answers: loading phase and failure cause (stdlib only).
 
 Patterns are the engines' own messages (llama.cpp server, SGLang 0.5.x
-`srt/model_executor`, `srt/entrypoints`, vLLM 0.33.0 `v1/core`, `v1/worker`, `config`), most
-specific first.
+`srt/model_executor`, `srt/entrypoints`; vLLM's and each engine's own in specsweep_engines), most
+specific cause first.
 """
 
 from __future__ import annotations
 
 import re
 
-# (cause, pattern) checked in order; the first match names the failure.
+from ansible.module_utils.specsweep_engines import ENGINES
+
+# The causes, most specific first: the first that matches names the failure.
+CAUSES = ("port_bind", "out_of_memory", "cuda_graph_capture", "nccl", "model_unsupported",
+          "model_not_found", "bad_speculative_config", "bad_argument", "python_exception")  # fmt: skip
+# Patterns more than one engine's log shows, by cause; an engine's own are in specsweep_engines.
+SHARED_PATTERNS: tuple[tuple[str, str], ...] = (
+    (
+        "port_bind",
+        r"couldn't bind HTTP server socket|address already in use|Errno 98"
+        r"|Port is already in use|at \d+ is not available in \d+ seconds",
+    ),
+    ("out_of_memory", r"Not enough memory|out of memory|OutOfMemoryError|failed to allocate"),
+    ("cuda_graph_capture", r"Capture [\w -]*cuda graph failed|CUDA graph capture failed"),
+    (
+        "nccl",
+        r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout"
+        r"|Watchdog caught collective operation timeout",
+    ),
+    # The file is there and whole, but the engine does not know what it holds.
+    ("model_unsupported", r"unknown model architecture|Model architectures? \[.*\] (is|are) not supported"),
+    (
+        "model_not_found",
+        r"failed to load model|No such file or directory|is not a valid model|not a local folder"
+        r"|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
+    ),
+    ("bad_argument", r"error: (unrecognized|argument|ambiguous)|invalid choice"),
+    ("python_exception", r"^\w+(\.\w+)*(Error|Exception): "),
+)
+# (cause, pattern) checked in order: by cause, the shared pattern before the engines' own. The log
+# does not say which engine wrote it, so every engine's patterns are checked.
 FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (cause, re.compile(pattern, re.IGNORECASE))
-    for cause, pattern in (
-        (
-            "port_bind",
-            r"couldn't bind HTTP server socket|address already in use|Errno 98"
-            r"|Port is already in use|at \d+ is not available in \d+ seconds",
-        ),
-        (
-            "out_of_memory",
-            r"Not enough memory|out of memory|OutOfMemoryError|failed to allocate",
-        ),
-        # vLLM's own words: the weights (v1/worker/gpu_model_runner.py load_model), the KV cache
-        # (v1/core/kv_cache_planning.py _check_enough_kv_cache_memory), the startup budget
-        # (v1/worker/utils.py request_memory).
-        (
-            "out_of_memory",
-            r"not enough GPU memory|No available memory for the cache blocks"
-            r"|KV cache is needed, which is larger than the available|is less than desired GPU memory",
-        ),
-        ("cuda_graph_capture", r"Capture [\w -]*cuda graph failed|CUDA graph capture failed"),
-        (
-            "nccl",
-            r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout"
-            r"|Watchdog caught collective operation timeout",
-        ),
-        # The file is there and whole, but the engine does not know what it holds.
-        (
-            "model_unsupported",
-            r"unknown model architecture|Model architectures? \[.*\] (is|are) not supported",
-        ),
-        (
-            "model_not_found",
-            r"failed to load model|No such file or directory|is not a valid model|not a local folder"
-            r"|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
-        ),
-        # vLLM refused its --speculative-config: pydantic's header over SpeculativeConfig's own
-        # ValueError (vllm/config/speculative.py; analysis.engines.vllm_spec checks it at plan time).
-        ("bad_speculative_config", r"validation errors? for SpeculativeConfig"),
-        ("bad_argument", r"error: (unrecognized|argument|ambiguous)|invalid choice"),
-        ("python_exception", r"^\w+(\.\w+)*(Error|Exception): "),
-    )
+    for wanted in CAUSES
+    for cause, pattern in (*SHARED_PATTERNS, *(f for e in ENGINES.values() for f in e["failures"]))
+    if cause == wanted
 )
 
 # (phase, pattern) in load order; the last one seen in the log is the current phase.

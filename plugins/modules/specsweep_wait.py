@@ -23,7 +23,12 @@ description:
     call again (use C(until)); fails once the server is older than O(timeout_s).
   - With O(lease_path) each call renews this run's lease on the host lock (see specsweep_server).
 options:
-  engine: {type: str, choices: [llama_cpp, sglang, vllm], required: true, description: Engine API dialect.}
+  engine:
+    type: str
+    required: true
+    description:
+      - Engine API dialect, as analysis.engines names it (the plan sets it); one of the keys of
+        module_utils/specsweep_engines.py ENGINES, which the module checks it against.
   url: {type: str, required: true, description: Base URL of the server.}
   pidfile: {type: path, description: Pid record written by specsweep_server (nohup launcher).}
   unit: {type: str, description: systemd unit name (systemd launcher).}
@@ -63,6 +68,7 @@ import urllib.error
 import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.specsweep_engines import ENGINES
 from ansible.module_utils.specsweep_kernel import death_cause
 from ansible.module_utils.specsweep_logs import classify_failure, generation_failure, loading_phase
 from ansible.module_utils.specsweep_proc import (
@@ -77,16 +83,6 @@ from ansible.module_utils.specsweep_proc import (
 )
 from ansible.module_utils.specsweep_supervisor import describe_exit, renew_lease, server_exit, server_running
 
-# One-token request that proves the model generates, per engine: (path, body).
-PROBE = {
-    "llama_cpp": ("/completion", {"prompt": "Hello", "n_predict": 1, "temperature": 0}),
-    "sglang": (
-        "/generate",
-        {"text": "Hello", "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
-    ),
-    # vLLM's OpenAI server (vllm/entrypoints/openai/completion/protocol.py: model is optional).
-    "vllm": ("/v1/completions", {"prompt": "Hello", "max_tokens": 1, "temperature": 0}),
-}
 # What usually puts a process in a stopped state.
 STOPPED_HINT = {"T": "e.g. SIGSTOP", "t": "traced by a debugger"}
 # Seconds between two looks at the whole process group (a /proc scan) and the log size.
@@ -162,7 +158,7 @@ def stalled_for(state: dict, marks: list) -> float:
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
-            "engine": {"type": "str", "choices": list(PROBE), "required": True},
+            "engine": {"type": "str", "choices": list(ENGINES), "required": True},
             "url": {"type": "str", "required": True},
             "pidfile": {"type": "path"},
             "unit": {"type": "str"},
@@ -184,7 +180,7 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(changed=False, ready=True, skipped_in_check_mode=True)
     base = p["url"].rstrip("/")
-    probe_path, probe_body = PROBE[p["engine"]]
+    probe_path, probe_body = ENGINES[p["engine"]]["probe"]
     record = read_pidfile(p["pidfile"]) if p["pidfile"] else None
     progress_path = f"{p['log_path']}.progress" if p["log_path"] and p["stall_s"] > 0 else None
 

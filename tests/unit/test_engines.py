@@ -1,20 +1,28 @@
-"""The list of engines has one owner (analysis.engines.ENGINES): every `choices` of an engine, every
-host-side table keyed by engine (stdlib-only files that cannot import it) and every engine role
-are checked against it, and each engine module declares what the interface asks."""
+"""The list of engines has one owner (analysis.engines.ENGINES): the roles' engine options say so,
+the two host-side tables keyed by engine (stdlib-only files that cannot import it: the benchmark's
+and the modules'), and every engine role are checked against it, the files all engines share name
+none, and each engine module declares what the interface asks."""
 
 from __future__ import annotations
 
 import ast
+import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import specsweep_bench as bench
+import specsweep_bench_engines as bench_engines
 import yaml
+from module_runner import module_utils, run_module
 
 from analysis.engines import DEFAULT, ENGINES, NAMES, with_axis
 from analysis.sweep import config
 
 REPO = Path(__file__).resolve().parents[2]
+module_engines = module_utils("specsweep_engines")
+logs = module_utils("specsweep_logs")
 
 # Where a role's argument_specs name an engine: (role, entry point, option).
 ENGINE_OPTIONS = [
@@ -22,52 +30,67 @@ ENGINE_OPTIONS = [
     ("benchmark", "main", "benchmark_engine"),
     ("benchmark", "install", "benchmark_engine"),
 ]
-# Host-side tables keyed by engine name: (file, the module-level dict).
-HOST_TABLES = [
-    ("plugins/modules/specsweep_wait.py", "PROBE"),  # readiness: the one-token generation
-    ("roles/benchmark/files/specsweep_bench.py", "ADAPTERS"),  # the request and stream adapter
-    ("roles/benchmark/files/specsweep_serverload.py", "METRICS"),  # the server-load probe's gauges
+# The files every engine goes through, which name none: an engine's knowledge is in the two
+# host-side tables and its own module and role.
+SHARED_FILES = [
+    "roles/benchmark/files/specsweep_bench.py",
+    "roles/benchmark/files/specsweep_serverload.py",
+    "plugins/modules/specsweep_wait.py",
+    "plugins/module_utils/specsweep_logs.py",
 ]
 
 
-def dict_keys(path: Path, name: str) -> set[str]:
-    """The string keys of the module-level dict `name` in a Python file (read, not imported: host-side
-    files import Ansible's module_utils or each other)."""
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        targets = (
-            node.targets
-            if isinstance(node, ast.Assign)
-            else [node.target]
-            if isinstance(node, ast.AnnAssign)
-            else []
-        )
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and isinstance(
-            node.value, ast.Dict
-        ):
-            return {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
-    raise AssertionError(f"{path}: no dict {name}")
-
-
 @pytest.mark.parametrize(("role", "entry", "option"), ENGINE_OPTIONS)
-def test_every_engine_choices_list_is_the_registry(role: str, entry: str, option: str) -> None:
+def test_every_engine_option_is_documented_as_the_registry(role: str, entry: str, option: str) -> None:
+    """No `choices` to keep in step: the option says where the list is, and its value is checked
+    against it (the plan, the client's --engine, the wait module's argument spec)."""
     spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())
-    choices = spec["argument_specs"][entry]["options"][option]["choices"]
-    assert choices == list(NAMES)
+    found = spec["argument_specs"][entry]["options"][option]
+    assert "choices" not in found and "analysis/engines" in found["description"]
+    assert found["default"] == DEFAULT
 
 
-def test_the_wait_modules_documented_choices_are_the_registry() -> None:
-    source = (REPO / "plugins" / "modules" / "specsweep_wait.py").read_text()
-    doc = next(
-        n.value.value
-        for n in ast.parse(source).body
-        if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "DOCUMENTATION"
-    )
-    assert yaml.safe_load(doc)["options"]["engine"]["choices"] == list(NAMES)
+def test_the_wait_module_refuses_an_engine_outside_the_registry() -> None:
+    result = run_module("specsweep_wait", {"engine": "no_such_engine", "url": "http://127.0.0.1:9",
+                                           "pidfile": "/nonexistent", "timeout_s": 1})  # fmt: skip
+    assert result["failed"] and "no_such_engine" in result["msg"]
+    assert all(name in result["msg"] for name in NAMES), result["msg"]
 
 
-@pytest.mark.parametrize(("path", "name"), HOST_TABLES)
-def test_every_host_side_table_has_one_entry_per_engine(path: str, name: str) -> None:
-    assert dict_keys(REPO / path, name) == set(NAMES)
+def test_the_benchmark_client_refuses_an_engine_outside_the_registry() -> None:
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--engine", "no_such_engine", "--url", "http://127.0.0.1:9", "--prompts", "p"])
+    assert sorted(bench_engines.ENGINES) == sorted(NAMES)
+
+
+def test_each_host_side_table_has_one_entry_per_engine() -> None:
+    assert list(bench_engines.ENGINES) == list(module_engines.ENGINES) == list(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_engines_host_side_entries_are_whole(name: str) -> None:
+    """The benchmark's entry: an endpoint, a body that asks for a streamed answer, two gauges, four
+    counters or none; the modules': a one-token probe and failures of causes the log reader orders."""
+    bench_entry, module_entry = bench_engines.ENGINES[name], module_engines.ENGINES[name]
+    assert bench_entry.path.startswith("/") and bench_entry.body("Hello", 4)["stream"] is True
+    assert len(bench_entry.gauges) == 2 and all(":" in g for g in bench_entry.gauges)
+    assert bench_entry.spec_counters is None or len(bench_entry.spec_counters) == 4
+    path, body = module_entry["probe"]
+    assert path.startswith("/") and json.dumps(body)
+    for cause, pattern in module_entry["failures"]:
+        assert cause in logs.CAUSES and re.compile(pattern)
+
+
+@pytest.mark.parametrize("path", SHARED_FILES)
+def test_the_shared_host_side_files_name_no_engine(path: str) -> None:
+    tree = ast.parse((REPO / path).read_text(encoding="utf-8"))
+    named = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in NAMES}
+    assert named == set(), named
+
+
+def test_the_sweep_playbook_names_no_engine() -> None:
+    text = (REPO / "playbooks" / "sweep.yml").read_text()
+    assert not [n for n in NAMES if n in text or ENGINES[n].role in text]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from module_runner import run_module
+from module_runner import module_utils, run_module
 from plugin_loader import load_plugin
 
 from analysis.facts import record
 
-logs = load_plugin("plugins/module_utils/specsweep_logs.py")
+logs = module_utils("specsweep_logs")
 gpu = load_plugin("plugins/module_utils/specsweep_gpu.py")
 build = load_plugin("plugins/module_utils/specsweep_build.py")
 RUN = Path(__file__).resolve().parent / "fixtures" / "h200_run"

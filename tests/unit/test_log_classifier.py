@@ -15,9 +15,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_loader import load_plugin
+from module_runner import module_utils
 
-logs = load_plugin("plugins/module_utils/specsweep_logs.py")
+logs = module_utils("specsweep_logs")
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

@@ -12,12 +12,12 @@ import ast
 from typing import Any
 
 import pytest
-from plugin_loader import load_plugin
+from module_runner import module_utils
 from vllm_wheel import vllm_file
 
 from analysis.engines.vllm_spec import problems
 
-logs = load_plugin("plugins/module_utils/specsweep_logs.py")
+logs = module_utils("specsweep_logs")
 
 
 def _strings(path: str) -> list[str]:

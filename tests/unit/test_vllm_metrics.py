@@ -1,5 +1,6 @@
 """vLLM on the host side: its server load and speculative counters from /metrics
-(roles/benchmark/files/specsweep_serverload.py) and its completion stream (specsweep_bench.py).
+(roles/benchmark/files/specsweep_serverload.py, its entry in specsweep_bench_engines.py) and its
+completion stream (specsweep_bench.py).
 
 The names are checked against vLLM 0.33.0's source (tests/vllm_wheel.py); the expositions
 (fixtures/serverload/vllm_dp2_*.txt) are prometheus_client's own output from those definitions,
@@ -20,10 +21,12 @@ from typing import Any
 
 import specsweep_bench as bench
 import specsweep_serverload as sl
+from specsweep_bench_engines import ENGINES
 from vllm_wheel import vllm_file
 
 from analysis.facts.schema import ServerLoad, SpecStats, from_dict
 
+VLLM = ENGINES["vllm"]
 FIX = Path(__file__).resolve().parent / "fixtures" / "serverload"
 # What capture_vllm.py's cores verified inside the window: drafts accepted per verify step, K = 3.
 WINDOW = {0: [2, 3, 0], 1: [1, 1]}
@@ -56,12 +59,12 @@ def test_the_metric_names_are_vllms_own() -> None:
     assert spec == ["vllm:spec_decode_num_drafts", "vllm:spec_decode_num_draft_tokens",
                     "vllm:spec_decode_num_accepted_tokens"]  # fmt: skip
     assert per_pos == ["vllm:spec_decode_num_accepted_tokens_per_pos"]
-    assert sl.SPEC_COUNTERS["vllm"] == tuple(f"{n}_total" for n in [*spec, *per_pos])
+    assert VLLM.spec_counters == tuple(f"{n}_total" for n in [*spec, *per_pos])
     gauges = {_keyword(c, "name"): _keyword(c, "documentation") for c in _calls("vllm/v1/metrics/loggers.py")}
-    running, waiting = sl.METRICS["vllm"]
+    running, waiting = VLLM.gauges
     assert gauges[running] == "Number of requests in model execution batches."
     assert gauges[waiting] == "Number of requests waiting to be processed."
-    for name in (*sl.SPEC_COUNTERS["vllm"], running, waiting):  # the fixtures hold what vLLM defines
+    for name in (*(VLLM.spec_counters or ()), running, waiting):  # the fixtures hold what vLLM defines
         assert f"# TYPE {name} " in text("vllm_dp2_after.txt"), name
 
 
@@ -127,7 +130,7 @@ def test_the_probe_gives_vllms_load_and_spec_stats_of_the_window() -> None:
     spec = probe.spec(0.0, 10.0)
     assert spec is not None and spec["verify_steps"] == sum(len(v) for v in WINDOW.values())
     load = from_dict(ServerLoad, probe.window(0.0, 10.0))
-    assert (load.running_metric, load.queued_metric, load.running_max) == (*sl.METRICS["vllm"], 21.0)
+    assert (load.running_metric, load.queued_metric, load.running_max) == (*VLLM.gauges, 21.0)
 
 
 def _fields(path: str, cls: str) -> set[str]:
@@ -140,13 +143,13 @@ def test_the_request_bodies_hold_only_vllms_request_fields() -> None:
     completion = _fields("vllm/entrypoints/openai/completion/protocol.py", "CompletionRequest")
     chat = _fields("vllm/entrypoints/openai/chat_completion/protocol.py", "ChatCompletionRequest")
     options = _fields("vllm/entrypoints/generate/base/protocol.py", "StreamOptions")
-    body = bench.openai_body("Hello", 8)
+    body = VLLM.body("Hello", 8)
     assert set(body) <= completion, set(body) - completion
     assert set(body["stream_options"]) <= options
     messages = [{"role": "user", "content": "Hello"}]
     chat_body = bench.chat_body("vllm", messages, 8)
     assert set(chat_body) <= chat, set(chat_body) - chat
-    assert bench.ADAPTERS["vllm"][0] == "/v1/completions"
+    assert VLLM.path == "/v1/completions"
 
 
 def test_a_vllm_completion_stream_reads_its_text_and_usage() -> None:

@@ -22,14 +22,11 @@ from typing import Any, NamedTuple, Optional
 
 import specsweep_interference  # beside this script on the host (the benchmark role copies them)
 import specsweep_serverload
+from specsweep_bench_engines import ENGINES, StreamError, check_error, integer, integers, llama_counts
 
 CLIENT = "specsweep-bench/1"
 DONE = object()  # the SSE `data: [DONE]` terminator
 Doc = dict[str, Any]
-
-
-class StreamError(Exception):
-    """The server reported an error in the stream, or the stream ended early."""
 
 
 def parse_sse_line(line: bytes) -> Any:
@@ -49,121 +46,12 @@ def parse_sse_line(line: bytes) -> Any:
         raise StreamError(f"bad JSON in stream: {payload[:200]}") from exc
 
 
-def _int(value: Any) -> int | None:
-    """`value` if it is an integer (not a bool), else None."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _ints(value: Any) -> list[int] | None:
-    """`value` if it is a list of integers, else None."""
-    ok = isinstance(value, list) and all(_int(v) is not None for v in value)
-    return value if ok else None
-
-
-def _check_error(event: Doc) -> None:
-    """Raise StreamError for an engine's {"error": ...} event."""
-    err = event.get("error")
-    if err is not None:
-        msg = err.get("message", err) if isinstance(err, dict) else err
-        raise StreamError(str(msg)[:500])
-
-
-def llama_body(prompt: str, max_tokens: int) -> Doc:
-    """llama.cpp /completion body: greedy, fixed length, streamed."""
-    # cache_prompt false: every repeat pays the same prefill, so TTFT stays comparable.
-    return {"prompt": prompt, "n_predict": max_tokens, "temperature": 0, "ignore_eos": True,
-            "cache_prompt": False, "stream": True}  # fmt: skip
-
-
-def llama_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
-    """llama.cpp event -> (new text, counters if this is the final `stop` event)."""
-    _check_error(event)
-    delta = event.get("content") or ""
-    if not event.get("stop"):
-        return delta, None
-    timings = event.get("timings") or {}
-    tokens = _int(timings.get("predicted_n"))
-    tokens = tokens if tokens is not None else _int(event.get("tokens_predicted"))
-    return delta, llama_counts(timings, tokens)
-
-
-def llama_counts(timings: Doc, tokens: int | None) -> Doc:
-    """Counters from llama.cpp's `timings` (native and chat endpoints alike)."""
-    accepted = _int(timings.get("draft_n_accepted"))
-    # Each decode step yields one token plus the drafts it accepted.
-    steps = None if tokens is None or accepted is None else tokens - accepted
-    return {"output_tokens": tokens, "drafted": _int(timings.get("draft_n")), "accepted": accepted,
-            "verify_steps": steps, "input_tokens": _int(timings.get("prompt_n"))}  # fmt: skip
-
-
-def sglang_body(prompt: str, max_tokens: int) -> Doc:
-    """SGLang /generate body: greedy, fixed length, streamed."""
-    params = {"max_new_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
-    return {"text": prompt, "sampling_params": params, "stream": True}
-
-
-def sglang_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
-    """SGLang event -> (new text, counters if this is the finished event)."""
-    _check_error(event)
-    meta = event.get("meta_info") or {}
-    text, seen = event.get("text") or "", state.get("text", "")
-    ids, total = event.get("output_ids"), _int(meta.get("completion_tokens"))
-    # Text is cumulative unless the server runs --incremental-streaming-output; then
-    # output_ids is a delta as well, shorter than the cumulative completion_tokens.
-    cumulative = text.startswith(seen)
-    if isinstance(ids, list) and total is not None:
-        cumulative = len(ids) == total
-    delta = text[len(seen) :] if cumulative else text
-    state["text"] = seen + delta
-    reason = meta.get("finish_reason")
-    if reason is None:
-        return delta, None
-    if isinstance(reason, dict) and reason.get("type") == "abort":
-        raise StreamError(f"aborted: {reason.get('message', reason)}"[:500])
-    # Present only with speculation (and not in every SGLang version): absent -> None.
-    return delta, {
-        "output_tokens": total,
-        "drafted": _int(meta.get("spec_num_proposed_drafts")),
-        "accepted": _int(meta.get("spec_num_correct_drafts")),
-        "verify_steps": _int(meta.get("spec_verify_ct")),
-        "accepted_histogram": _ints(meta.get("spec_correct_drafts_histogram")),
-        "input_tokens": _int(meta.get("prompt_tokens")),
-    }
-
-
-def openai_body(prompt: str, max_tokens: int) -> Doc:
-    """vLLM /v1/completions body (vllm/entrypoints/openai/completion/protocol.py CompletionRequest):
-    greedy, fixed length (ignore_eos), streamed, usage on the last chunk."""
-    return {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
-            "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
-
-
-def openai_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
-    """OpenAI completion chunk -> (new text, counters once the usage chunk came). vLLM streams no
-    speculative counters per request: its run figures are the server's own (specsweep_serverload)."""
-    _check_error(event)
-    choices = event.get("choices") or []
-    first = choices[0] if choices and isinstance(choices[0], dict) else {}
-    usage = event.get("usage") or {}
-    if not usage:
-        return first.get("text") or "", None
-    return first.get("text") or "", {
-        "output_tokens": _int(usage.get("completion_tokens")),
-        "input_tokens": _int(usage.get("prompt_tokens")),
-        "drafted": None, "accepted": None, "verify_steps": None,
-    }  # fmt: skip
-
-
 def chat_body(engine: str, messages: list[Doc], max_tokens: int) -> Doc:
     """/v1/chat/completions body: the server applies the model's own chat template; greedy, fixed
     length, streamed, with the engine's per-request counters asked for."""
     body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
             "stream": True, "stream_options": {"include_usage": True}}  # fmt: skip
-    if engine == "llama_cpp":
-        return {**body, "cache_prompt": False}
-    if engine == "vllm":
-        return body  # its counters are server-wide (specsweep_serverload.SPEC_COUNTERS)
-    return {**body, "return_spec_tokens_details": True}
+    return {**body, **ENGINES[engine].chat}
 
 
 def chat_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
@@ -171,7 +59,7 @@ def chat_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
 
     llama.cpp puts `timings` (drafts) on its last chunk; SGLang sends `usage` in a chunk of its own and
     its spec counters in `sglext.spec_tokens_details` (older: `usage.spec_tokens_details`)."""
-    _check_error(event)
+    check_error(event)
     choices = event.get("choices") or []
     first = choices[0] if choices and isinstance(choices[0], dict) else {}
     delta = (first.get("delta") or {}).get("content") or ""
@@ -179,25 +67,20 @@ def chat_feed(event: Doc, state: Doc) -> tuple[str, Doc | None]:
     spec = (event.get("sglext") or {}).get("spec_tokens_details") or usage.get("spec_tokens_details") or {}
     counts = state.setdefault("counts", {})
     if timings:
-        counts.update(llama_counts(timings, _int(timings.get("predicted_n"))))
+        counts.update(llama_counts(timings, integer(timings.get("predicted_n"))))
     if usage:
-        counts.setdefault("output_tokens", _int(usage.get("completion_tokens")))
-        counts.setdefault("input_tokens", _int(usage.get("prompt_tokens")))
+        counts.setdefault("output_tokens", integer(usage.get("completion_tokens")))
+        counts.setdefault("input_tokens", integer(usage.get("prompt_tokens")))
     if spec:
-        counts.update(drafted=_int(spec.get("spec_num_proposed_drafts")),
-                      accepted=_int(spec.get("spec_num_correct_drafts")),
-                      verify_steps=_int(spec.get("spec_verify_ct")),
-                      accepted_histogram=_ints(spec.get("spec_correct_drafts_histogram")))  # fmt: skip
+        counts.update(drafted=integer(spec.get("spec_num_proposed_drafts")),
+                      accepted=integer(spec.get("spec_num_correct_drafts")),
+                      verify_steps=integer(spec.get("spec_verify_ct")),
+                      accepted_histogram=integers(spec.get("spec_correct_drafts_histogram")))  # fmt: skip
     if counts.get("output_tokens") is None:
         return delta, None
     return delta, {"drafted": None, "accepted": None, "verify_steps": None, **counts}
 
 
-ADAPTERS = {
-    "llama_cpp": ("/completion", llama_body, llama_feed),
-    "sglang": ("/generate", sglang_body, sglang_feed),
-    "vllm": ("/v1/completions", openai_body, openai_feed),
-}
 CHAT_PATH = "/v1/chat/completions"  # every engine, with the model's own template
 
 
@@ -210,7 +93,7 @@ def consume_stream(
     chat: bool = False,
 ) -> tuple[Doc, Doc]:
     """Read one response stream -> (RequestResult fields but prompt_id, counters)."""
-    feed, state = chat_feed if chat else ADAPTERS[engine][2], {}
+    feed, state = chat_feed if chat else ENGINES[engine].feed, {}
     stamps: list[float] = []
     parts: list[str] = []
     final: Doc | None = None
@@ -229,8 +112,8 @@ def consume_stream(
             parts.append(delta)
         if counts is not None:
             final = counts
-            if engine == "llama_cpp" and not chat:
-                break  # llama.cpp's /completion sends no [DONE]: the stop event is the last one
+            if ENGINES[engine].final_is_last and not chat:
+                break  # no [DONE] follows (llama.cpp's /completion): the final event is the last one
     e2e = clock() - t_send
     if final is None:
         raise StreamError("stream ended before the final event")
@@ -300,8 +183,8 @@ class Client:
 
     def complete(self, prompt_id: str, prompt: str, max_tokens: int) -> tuple[Doc, Any]:
         """One streamed raw completion -> (RequestResult dict, counters or None on error)."""
-        path, body_for, _ = ADAPTERS[self.engine]
-        return self._stream(prompt_id, path, body_for(prompt, max_tokens), chat=False)
+        engine = ENGINES[self.engine]
+        return self._stream(prompt_id, engine.path, engine.body(prompt, max_tokens), chat=False)
 
     def chat(self, prompt_id: str, messages: list[Doc], max_tokens: int) -> tuple[Doc, Any]:
         """One streamed chat completion (the model's own template) -> (RequestResult dict, counters)."""
@@ -618,47 +501,7 @@ def make_work(client: Client, max_tokens: int) -> Work:
 
 def server_info(client: Client) -> tuple[str | None, Doc]:
     """(engine_version, a few server facts); never raises."""
-    if client.engine == "llama_cpp":
-        props = client.get_json("/props")
-        props = props if isinstance(props, dict) else {}
-        keys = ("build_info", "model_path", "total_slots")
-        info = {k: props[k] for k in keys if k in props}
-        info["n_ctx"] = (props.get("default_generation_settings") or {}).get("n_ctx")
-        # /props shows default params ("speculative.types": "none" even with a draft);
-        # /slots has the slot's real speculative flag and its last request's params.
-        slots = client.get_json("/slots")
-        if isinstance(slots, list) and slots and isinstance(slots[0], dict):
-            info["speculative"] = slots[0].get("speculative")
-            params = slots[0].get("params") or {}
-            info.update({k: v for k, v in params.items() if k.startswith("speculative")})
-        version = props.get("build_info")
-        if version and "unknown" in version:
-            version = None  # xllamacpp's build says "b0-unknown": the role's pin is better
-    elif client.engine == "vllm":
-        # GET /version (vllm/entrypoints/serve/instrumentator/basic.py show_version): {"version": ...}
-        found = client.get_json("/version")
-        version = found.get("version") if isinstance(found, dict) else None
-        models = client.get_json("/v1/models")
-        data = models.get("data") if isinstance(models, dict) else None
-        first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
-        info = {k: first[k] for k in ("id", "root", "max_model_len") if k in first}
-    else:
-        return sglang_server_facts(client.get_json("/server_info") or client.get_json("/get_server_info"))
-    return (None if version is None else str(version)), info
-
-
-def sglang_server_facts(data: Any) -> tuple[str | None, Doc]:
-    """(engine_version, a few server facts) from SGLang's /server_info document; never raises."""
-    data = data if isinstance(data, dict) else {}
-    keys = ("version", "tp_size", "model_path")
-    info = {k: v for k, v in data.items() if k in keys or k.startswith("speculative_")}
-    states = data.get("internal_states")
-    if isinstance(states, list) and states and isinstance(states[0], dict):
-        for key in ("avg_spec_accept_length", "step_time_dict"):
-            if key in states[0]:
-                info[key] = states[0][key]
-    version = data.get("version")
-    return (None if version is None else str(version)), info
+    return ENGINES[client.engine].info(client.get_json)
 
 
 def load_prompts(path: str) -> tuple[list[Doc], str]:
@@ -761,7 +604,7 @@ def load_problem(args: argparse.Namespace) -> str | None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Command-line options."""
     p = argparse.ArgumentParser(description="specsweep on-host benchmark client")
-    p.add_argument("--engine", required=True, choices=sorted(ADAPTERS))
+    p.add_argument("--engine", required=True, choices=sorted(ENGINES))
     add_measurement_options(p)
     add_stopping_options(p)
     args = p.parse_args(argv)

@@ -62,8 +62,8 @@ from specsweep_bench import (
     progress,
     record_sampler,
     requests_per_level,
-    sglang_server_facts,
 )
+from specsweep_bench_engines import sglang_server_facts
 
 CLIENT = "sglang.bench_serving"
 # 0.5.23 keeps this name as an alias of sglang.benchmark.serving (sglang/bench_serving.py);

@@ -5,31 +5,12 @@ a level and asks it, after, for the figures inside the level's measured window. 
 what it sent; the server may run fewer and queue the rest (SGLang caps running requests at 48 with
 speculation, llama-server has -np slots), which only the server can say.
 
-Where the figures come from: each engine's Prometheus endpoint, GET /metrics on the server's port.
-- SGLang (--enable-metrics): the gauges `sglang:num_running_reqs` ("The number of running
-  requests.") and `sglang:num_queue_reqs` ("The number of requests in the waiting queue.") of
-  SchedulerMetricsCollector (sglang/srt/observability/metrics_collector.py, 0.5.23). One series per
-  scheduler that reports (attention-TP rank 0 of each data-parallel group, labels tp_rank and
-  dp_rank), so the total is their sum; with priority scheduling the total is under priority="" and a
-  breakdown under priority="<n>" (_log_gauge_queue_count), left out here. The scheduler refreshes
-  them at each prefill batch and every --decode-log-interval (40) decode batches
-  (managers/scheduler_components/metrics_reporter.py).
-- llama.cpp (llama-server --metrics): the unlabelled gauges `llamacpp:requests_processing` (slots
-  processing a request) and `llamacpp:requests_deferred` (requests waiting for a free slot), the
-  /metrics handler of tools/server/server-context.cpp (server.cpp in older trees; documented in
-  tools/server/README.md, "GET /metrics"); answered by the server loop, so current to a step.
-- vLLM (always on): the gauges `vllm:num_requests_running` ("Number of requests in model execution
-  batches.") and `vllm:num_requests_waiting` ("Number of requests waiting to be processed.") of
-  PrometheusStatLogger (vllm/v1/metrics/loggers.py, 0.33.0), labels model_name and engine (one series
-  per engine core: data parallelism sums them).
-
-vLLM gives no per-request speculative counters in its stream, so for it the run's SpecStats come from
-/metrics too: the difference, over the measured window, of the counters SpecDecodingProm defines
-(vllm/v1/spec_decode/metrics.py, 0.33.0): `vllm:spec_decode_num_drafts` (verify steps that had
-drafts), `..._num_draft_tokens`, `..._num_accepted_tokens` and `..._num_accepted_tokens_per_pos`
-(label position 0..K-1), exposed by prometheus_client with the counter suffix `_total`. They count
-every request the server verified in the window (the ramp and drain ones too), where the stream
-counters of the other engines count the requests wholly inside it.
+Where the figures come from: each engine's Prometheus endpoint, GET /metrics on the server's port,
+its running and queued gauges as specsweep_bench_engines.py names them (with their sources). An
+engine that gives no per-request speculative counters in its stream (vLLM) has its run's SpecStats
+from /metrics too: the difference, over the measured window, of the counters that file names. They
+count every request the server verified in the window (the ramp and drain ones too), where the
+stream counters of the other engines count the requests wholly inside it.
 
 Sampling must not disturb the measurement: one thread, a read every INTERVAL_S with a short
 timeout, and any failure (no metrics flag, a refused connection, text it cannot parse) is a missing
@@ -46,21 +27,10 @@ import threading
 import time
 from typing import Any, Callable
 
+from specsweep_bench_engines import ENGINES
+
 INTERVAL_S = 0.5  # between reads: 2 small GETs a second, next to the run's own requests
 TIMEOUT_S = 2.0  # per read: a server too busy to answer in time gives no sample, not a stall
-# (running, queued) gauge names per engine (the client's --engine).
-METRICS = {
-    "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs"),
-    "llama_cpp": ("llamacpp:requests_processing", "llamacpp:requests_deferred"),
-    "vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
-}
-# The speculative counters per engine that counts them only server-wide (the client's --engine):
-# (verify steps, drafted tokens, accepted tokens, accepted tokens by draft position).
-SPEC_COUNTERS = {
-    "vllm": ("vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total",
-             "vllm:spec_decode_num_accepted_tokens_total",
-             "vllm:spec_decode_num_accepted_tokens_per_pos_total"),
-}  # fmt: skip
 _LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[^"}]|"(?:[^"\\]|\\.)*")*)\})?\s+(\S+)')
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
 Sample = tuple[dict[str, str], float]  # (labels, value)
@@ -97,7 +67,7 @@ def total(samples: list[Sample]) -> float | None:
 
 def counts(engine: str, text: str) -> tuple[float, float] | None:
     """(running, queued) from one /metrics text of `engine`; None where either gauge is missing."""
-    running, queued = METRICS[engine]
+    running, queued = ENGINES[engine].gauges
     found = parse_prometheus(text, (running, queued))
     pair = total(found.get(running, [])), total(found.get(queued, []))
     return None if None in pair else (pair[0], pair[1])
@@ -106,9 +76,9 @@ def counts(engine: str, text: str) -> tuple[float, float] | None:
 def spec_counters(engine: str, text: str) -> tuple[float, float, float, list[float]] | None:
     """(steps, drafted, accepted, accepted by position) summed over the server's engine cores from
     one /metrics text; None where the engine has no such counters or a count is missing."""
-    if engine not in SPEC_COUNTERS:
+    names = ENGINES[engine].spec_counters
+    if names is None:
         return None
-    names = SPEC_COUNTERS[engine]
     found = parse_prometheus(text, names)
     steps, drafted, accepted = (total(found.get(n, [])) for n in names[:3])
     by_position: dict[int, float] = {}
@@ -219,12 +189,12 @@ class Probe:
             return None
         found = summarize(self.samples, opens, closes)
         if found is not None:
-            running, queued = METRICS[self.engine]
+            running, queued = ENGINES[self.engine].gauges
             found.update({"interval_s": self.interval_s, "running_metric": running, "queued_metric": queued})
         return found
 
     def spec(self, opens: Any, closes: Any) -> dict | None:
-        """The SpecStats dict of the window from the server's own counters (engines in SPEC_COUNTERS;
+        """The SpecStats dict of the window from the server's own counters (engines with spec_counters;
         None for the others, and where the window holds fewer than two samples)."""
         if not isinstance(opens, (int, float)) or not isinstance(closes, (int, float)):
             return None
