@@ -17,7 +17,9 @@ description:
     pid namespace) and, when they belong to a server or client the lock's holder recorded (a run that
     ended without stopping them), that run's C(run_id) and C(sweep_id), and C(supervised) when that
     server's supervisor still runs (it stops the server once the run's lease runs out). A dead holder's
-    lock is then not taken over (it keeps naming what that run left). Nothing is stopped.
+    lock is then not taken over (it keeps naming what that run left), unless O(owner) resumes that
+    holder's sweep and only what the holder started holds the port (the resume's launch stops its
+    own sweep's server by its pidfile). Nothing is stopped here.
   - C(released) removes O(path) when O(owner) holds it, after stopping the benchmark client the lock
     records (C(client), see specsweep_job) if it still runs; another run's lock is left alone.
   - C(renewed) touches the mtime of O(path) when O(owner) holds it, the lease a server's supervisor
@@ -96,11 +98,22 @@ def port_holder(port: int | None, holder: dict | None) -> dict | None:
     }
 
 
-def refuse_a_held_port(module: AnsibleModule, port: int | None, holder: dict | None) -> None:
+def own_leftover(held: dict, holder: dict | None, owner: dict) -> bool:
+    """The port is held only by what an ended run of this same sweep started: a resume takes the
+    host over, and its launch stops that server by the sweep's own pidfile (specsweep_server)."""
+    same = (
+        holder is not None
+        and owner.get("sweep_id") is not None
+        and holder.get("sweep_id") == owner["sweep_id"]
+    )
+    return same and not held["hidden"] and all(p["started_by"] for p in held["processes"])
+
+
+def refuse_a_held_port(module: AnsibleModule, port: int | None, holder: dict | None, owner: dict) -> None:
     """Take nothing while a process listens on the engine's port: the run's servers could not start,
-    or would be measured beside a stranger's load."""
+    or would be measured beside a stranger's load; a resume of the sweep that left it excepted."""
     held = port_holder(port, holder)
-    if held is not None:
+    if held is not None and not own_leftover(held, holder, owner):
         module.exit_json(changed=False, acquired=False, holder=holder, port_holder=held)
 
 
@@ -111,12 +124,12 @@ def acquire(module: AnsibleModule, path: str, owner: dict, steal_from: str | Non
     if holder is not None and holder.get("run_id") == owner["run_id"]:
         module.exit_json(changed=False, acquired=True, holder=holder)
     if holder is not None and steal_from is not None and holder.get("run_id") == steal_from:
-        refuse_a_held_port(module, port, holder)
+        refuse_a_held_port(module, port, holder, owner)
         if not module.check_mode:
             write_json_atomic(path, record)
         module.exit_json(changed=True, acquired=True, stolen_from=holder)
     if holder is None:
-        refuse_a_held_port(module, port, None)
+        refuse_a_held_port(module, port, None, owner)
         if module.check_mode:
             module.exit_json(changed=True, acquired=True)
         try:

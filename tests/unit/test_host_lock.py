@@ -72,6 +72,22 @@ def test_a_listener_an_ended_run_recorded_is_named_and_its_lock_kept(
     assert f"`kill {child.pid}` on h1" in said
 
 
+def test_a_resume_of_the_same_sweep_takes_its_own_leftover_over(
+    tmp_path: Path, listener: tuple[subprocess.Popen, int]
+) -> None:
+    child, port = listener
+    # The controller of sweep "next" died; its resume (run-2 of the same sweep) takes the host: its
+    # launch stops that sweep's server by the sweep's own pidfile. Nothing is stopped here.
+    ended = {"run_id": "run-1", "sweep_id": "next", "controller": "ctl", "pid": 4242, "lease_s": 30,
+             "server": {"pid": child.pid, "start_ticks": proc.proc_start_ticks(child.pid)}}  # fmt: skip
+    path = tmp_path / "sweep.lock"
+    path.write_text(json.dumps(ended))
+    result = acquire(path, port, steal_from="run-1")
+    assert result["acquired"] is True and "port_holder" not in result, result
+    assert json.loads(path.read_text())["run_id"] == "run-2"
+    assert child.poll() is None, "nothing is stopped"
+
+
 def test_a_strangers_listener_is_named_and_no_lock_taken(
     tmp_path: Path, listener: tuple[subprocess.Popen, int]
 ) -> None:
