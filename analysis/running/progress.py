@@ -22,18 +22,25 @@ from analysis.sweep.hostplan import HostPlan, Slot
 from analysis.sweep.plan import duration
 
 
-def _status(path: Path) -> str | None:
-    """The status of the fact at path; None when it is absent or unreadable (measured again)."""
+def _status(path: Path, before: float | None = None) -> str | None:
+    """The status of the fact at path; None when it is absent or unreadable (measured again), or,
+    with `before`, when it was started at or after that time (this run's, not an earlier one's)."""
     try:
-        return json.loads(path.read_bytes()).get("status")
+        fact = json.loads(path.read_bytes())
+        started = fact.get("timings", {}).get("started_at")
     except (OSError, ValueError, AttributeError):
         return None
+    if before is not None and (not isinstance(started, (int, float)) or started >= before):
+        return None
+    return fact.get("status")
 
 
-def measured(sweep_dir: Path, name: str, host: str | None) -> bool:
+def measured(sweep_dir: Path, name: str, host: str | None, before: float | None = None) -> bool:
     """True when the sweep folder holds an ok fact of this launch (fact name: config id, or
-    `<id>.launch<k>`) on `host`, or on any host, or the record that racing skipped it."""
-    return any(_status(p) in ("ok", "skipped") for p in sweep_dir.glob(f"{host or '*'}/{name}.json"))
+    `<id>.launch<k>`) on `host`, or on any host, or the record that racing skipped it; with `before`,
+    only one started before that time (an earlier run's)."""
+    paths = sweep_dir.glob(f"{host or '*'}/{name}.json")
+    return any(_status(p, before) in ("ok", "skipped") for p in paths)
 
 
 def unrecorded(sweep_dir: Path, config_ids: Iterable[str]) -> list[str]:
@@ -123,7 +130,10 @@ def start(
     holder = claims.owner(folder) if shared else None
     wait = False
     why = race_reason(root / leader, config_id) if race and launch >= 2 and not where.get("follows") else None
-    if measured(root, name, None if shared else leader) or (retake and not unrecorded(root, [name])):
+    # A follower runs its part of every launch its leader runs in this run, even one the leader
+    # recorded before the follower got to it; only an earlier run's fact (a resume) is skipped.
+    before = since if where.get("follows") else None
+    if measured(root, name, None if shared else leader, before) or (retake and not unrecorded(root, [name])):
         state = "measured already, skipped"
     elif why:
         state = f"raced out ({why}), not launched"

@@ -68,6 +68,10 @@ def test_a_follower_skips_what_its_leader_measured(tmp_path: Path) -> None:
     fact(tmp_path, "lead", "s1", started=0.0)
     assert start(tmp_path, "s1", host="b", follows="lead")["measure"] is False
     assert start(tmp_path, "s2", host="b", follows="lead")["measure"] is True
+    # The leader recorded s3 in this run before the follower got to it: the follower still runs its part.
+    fact(tmp_path, "lead", "s3", started=SINCE + 1)
+    assert start(tmp_path, "s3", host="b", follows="lead")["measure"] is True
+    assert start(tmp_path, "s3", host="lead")["measure"] is False
 
 
 def test_in_shard_mode_the_first_host_to_claim_a_config_measures_it(tmp_path: Path) -> None:
