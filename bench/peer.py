@@ -43,6 +43,7 @@ from analysis.facts.rows import quantiles, tpot_s  # noqa: E402
 
 CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"
 CLIENTS = ("specsweep", "aiperf")  # which goes first alternates round by round
+WHOLE = "aiperf, whole run"  # AIPerf's own summary: ramp and drain included
 CONFIGS = {  # the demo's configs: llama-server flags beyond the model and the slots
     "baseline": (),
     "s1": ("--spec-type", "ngram-mod", "--spec-ngram-mod-n-match", "4", "--spec-ngram-mod-n-min", "1",
@@ -73,33 +74,62 @@ PreTrainedTokenizerFast(tokenizer_object=backend, **special).save_pretrained(sys
 """
 
 
-def level_prompts(records: list[dict], concurrency: int, seed: int) -> list[dict]:
+def level_prompts(records: list[dict], concurrency: int, requests: int, seed: int) -> list[dict]:
     """The records the suite's client sends at this level (one repeat), in its order."""
     pick = specsweep_bench.record_sampler(records, specsweep_bench.level_key(seed, concurrency, 1))
-    return [pick() for _ in range(specsweep_bench.requests_per_level(concurrency, len(records), None))]
+    return [pick() for _ in range(requests)]
 
 
-def ours(url: str, concurrency: int, max_tokens: int, seed: int) -> dict[str, float]:
-    """One repeat of the suite's client at this level: its figures over its measured window."""
-    argv = [sys.executable, str(CLIENT), "--engine", "llama_cpp", "--url", url, "--prompts", str(PROMPTS),
-            "--max-tokens", str(max_tokens), "--warmup", "1", "--repeats", "1", "--seed", str(seed),
-            "--concurrency", str(concurrency)]  # fmt: skip
-    (run,) = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)["runs"]
-    ok = [r for r in run["requests"] if r["error"] is None]
+def summary(requests: list[dict], total_tps: float) -> dict[str, float]:
+    """One client's figures over the requests it counts (the suite's request dicts, or AIPerf's
+    records in their shape): p50s, and its total output tok/s."""
+    ok = [r for r in requests if r["error"] is None]
     tpot = [tpot_s(r["output_tokens"], r["ttft_s"], r["e2e_s"]) for r in ok]
     return {
         "ttft_ms": quantiles((r["ttft_s"] * 1000 for r in ok), 0.5)[0],
         "tpot_ms": quantiles((t * 1000 for t in tpot if t is not None), 0.5)[0],
         "user_tps": quantiles((r["decode_tps"] for r in ok if r["decode_tps"]), 0.5)[0],
         "e2e_s": quantiles((r["e2e_s"] for r in ok), 0.5)[0],
-        "total_tps": run["window_output_tokens"] / run["duration_s"],
+        "total_tps": total_tps,
         "tokens": statistics.median(r["output_tokens"] for r in ok),
     }
 
 
+def ours(url: str, concurrency: int, requests: int, max_tokens: int, seed: int) -> dict[str, float]:
+    """One repeat of the suite's client at this level: its figures over its measured window."""
+    argv = [sys.executable, str(CLIENT), "--engine", "llama_cpp", "--url", url, "--prompts", str(PROMPTS),
+            "--max-tokens", str(max_tokens), "--warmup", "1", "--repeats", "1", "--seed", str(seed),
+            "--concurrency", str(concurrency), "--requests", str(requests)]  # fmt: skip
+    (run,) = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)["runs"]
+    return summary(run["requests"], run["window_output_tokens"] / run["duration_s"])
+
+
+def in_suite_window(export: Path, concurrency: int) -> dict[str, float]:
+    """AIPerf's own per-request records (profile_export.jsonl) judged over the window the suite's
+    client measures (specsweep_bench.window: from the c-th send to the first completion after the
+    last send), so both clients' figures count the same part of a run: at c > 1 a closed loop's
+    ramp (c requests sent at once, their prefills queued) moves a p50 of few requests a lot."""
+    units = []
+    for line in export.read_text().splitlines():
+        record = json.loads(line)
+        meta, m = record["metadata"], record["metrics"]
+        if meta["phase_kind"] == "warmup":
+            continue
+        request = {"ttft_s": m["time_to_first_token"]["value"] / 1000,
+                   "e2e_s": m["request_latency"]["value"] / 1000,
+                   "output_tokens": m["output_sequence_length"]["value"], "error": None,
+                   "decode_tps": m["output_token_throughput_per_user"]["value"]}  # fmt: skip
+        units.append(specsweep_bench.Unit(meta["request_start_ns"] / 1e9, meta["request_end_ns"] / 1e9,
+                                          [(request, None)]))  # fmt: skip
+    opens, closes = specsweep_bench.window(units, specsweep_bench.Load(concurrency, len(units)))
+    counted = [r for u in units if u.sent >= opens and u.done <= closes for r, _ in u.outcomes]
+    return summary(counted, specsweep_bench.in_window_tokens(units, opens, closes) / (closes - opens))
+
+
 def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurrency: int, max_tokens: int,
-           work: Path) -> dict[str, float]:  # fmt: skip
-    """One AIPerf run of the same prompts at this level: its p50s and its output throughput."""
+           work: Path) -> tuple[dict[str, float], dict[str, float]]:  # fmt: skip
+    """One AIPerf run of the same prompts at this level: its own p50s and output throughput over its
+    whole run, and the same figures over the suite's window."""
     dataset, out = work / "dataset.jsonl", work / "aiperf"
     dataset.write_text("".join(json.dumps({"text": p["prompt"]}) + "\n" for p in prompts))
     extra = {"max_tokens": max_tokens, "ignore_eos": True, "temperature": 0, "cache_prompt": False}
@@ -113,7 +143,7 @@ def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurre
     if done.returncode != 0:
         raise SystemExit(f"aiperf failed ({done.returncode}):\n{(done.stdout + done.stderr)[-3000:]}")
     m = json.loads((out / "profile_export_aiperf.json").read_text())
-    return {
+    whole = {
         "ttft_ms": m["time_to_first_token"]["p50"],
         "tpot_ms": m["inter_token_latency"]["p50"],
         "user_tps": m["output_token_throughput_per_user"]["p50"],
@@ -121,6 +151,7 @@ def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurre
         "total_tps": m["output_token_throughput"]["avg"],
         "tokens": m["output_sequence_length"]["p50"],
     }
+    return whole, in_suite_window(out / "profile_export.jsonl", concurrency)
 
 
 def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> dict[tuple[str, int, str], dict]:
@@ -132,15 +163,20 @@ def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> dict[tuple
                                    CONFIGS[config])  # fmt: skip
         try:
             for level in args.levels:
-                prompts = level_prompts(records, level, args.seed)
+                # The client's own default (per slot x c, at least one pass over the records).
+                requests = max(args.per_slot * level, len(records))
+                prompts = level_prompts(records, level, requests, args.seed)
                 for i in range(args.rounds):
                     for client in CLIENTS if i % 2 == 0 else CLIENTS[::-1]:
                         print(f"{config} c{level} round {i + 1}/{args.rounds}: {client}", file=sys.stderr)
                         if client == "specsweep":
-                            got = ours(url, level, args.max_tokens, args.seed)
+                            got = {client: ours(url, level, requests, args.max_tokens, args.seed)}
                         else:
-                            got = theirs(args.aiperf, tokenizer, url, prompts, level, args.max_tokens, work)
-                        rounds.setdefault((config, level, client), []).append(got)
+                            whole, window = theirs(args.aiperf, tokenizer, url, prompts, level,
+                                                   args.max_tokens, work)  # fmt: skip
+                            got = {client: window, WHOLE: whole}
+                        for name, figures in got.items():
+                            rounds.setdefault((config, level, name), []).append(figures)
         finally:
             server.terminate()  # the server this script started
             server.wait(timeout=60)
@@ -159,6 +195,8 @@ def table(figures: dict[tuple[str, int, str], dict], args: argparse.Namespace) -
             rows.append([config, str(level), "specsweep", *(format(a[f], fmt) for f, _, fmt in FIGURES)])
             rows.append([config, str(level), "aiperf", *(format(b[f], fmt) for f, _, fmt in FIGURES)])
             rows.append(["", "", "gap %", *(f"{(a[f] / b[f] - 1) * 100:+.1f}" for f, _, _ in FIGURES)])
+            w = figures[(config, level, WHOLE)]
+            rows.append(["", "", WHOLE, *(format(w[f], fmt) for f, _, fmt in FIGURES)])
     lines = _aligned(head, rows)
     if "baseline" in args.configs and len(args.configs) > 1:
         spec = next(c for c in args.configs if c != "baseline")
@@ -191,6 +229,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--max-tokens", type=int, default=48)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--per-slot",
+        type=int,
+        default=specsweep_bench.REQUESTS_PER_LEVEL,
+        help="requests per level: this many x c, at least one pass over the records",
+    )
     parser.add_argument("--configs", default="baseline,s1")
     parser.add_argument("--engine-python", type=Path, default=CACHE / "llama.cpp-venv" / "bin" / "python")
     parser.add_argument("--model", type=Path, default=CACHE / "models" / "gemma-3-270m-q4_k_m.gguf")
@@ -206,7 +250,8 @@ def main() -> int:
         )
         figures = measure(args, tokenizer, work)
     print(f"specsweep's client vs AIPerf, llama-server {args.model.name}, {args.max_tokens} tokens, "
-          f"{PROMPTS.name}, median of {args.rounds} round(s) each")  # fmt: skip
+          f"{PROMPTS.name}, {args.per_slot} requests per slot, median of {args.rounds} round(s) each;"
+          " aiperf: its records over the suite's window (no ramp, no drain), then its summary")  # fmt: skip
     print(table(figures, args))
     return 0
 
