@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics, objectives
+from analysis.report.closecall import too_close
 from analysis.report.compare import GROUP, is_baseline
 from analysis.report.crosshost import FAMILY
 from analysis.report.disagree import disagreements
 from analysis.report.profiles import profile_table
+from analysis.sweep.launchprior import LaunchPrior
 
 MISSING = "–"
 FORMATS = ("text", "markdown", "html", "csv", "json")
@@ -373,10 +375,12 @@ def prior_note(step: pd.DataFrame, rows: np.ndarray) -> str:
     # The assumed spread (no df) is the legend's: only a spread from history is named here.
     if not group["ci_basis"].eq("within_launch").any() or pd.isna(df):
         return ""
-    return (
+    known = LaunchPrior(cv_pct=float(cv), df=float(df), source="", from_history=True)
+    return "; ".join([
         f"one launch per config: verdicts allow a launch-to-launch CV of {cv:.1f}% "
-        f"(the host's earlier sweeps, {df:.0f} df)"
-    )
+        f"(the host's earlier sweeps, {df:.0f} df)",
+        *too_close(group, known),
+    ])  # fmt: skip
 
 
 def profile_blocks(tables: Tables) -> list[Block]:
