@@ -197,13 +197,12 @@ class ActionModule(ActionBase):
         launches = int(plan["sweep"]["settings"]["launches"])
         host_plan = hostplan.of(plan, where["host"])
         launch_prior = host_plan.launch_prior
-        # Where the host's history spared the baseline its again-launch, it is relaunched as any
-        # config is: when it is the best or a rival of a close call (docs/trust.md).
-        baseline_too = not host_plan.closing and bool(launch_prior and launch_prior.from_history)
-        entry = {
-            e.config.id: i for i, e in enumerate(host_plan.entries) if e.config.speculative or baseline_too
-        }
         speculative = {e.config.id: e.config.speculative for e in host_plan.entries}
+        position = {e.config.id: i for i, e in enumerate(host_plan.entries)}
+        entry = {
+            c: position[c]
+            for c in prior.candidates(speculative.items(), bool(host_plan.closing), launch_prior)
+        }
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
         data = race.table(race.facts(host_dir), max_launch=launches, sweep_dir=host_dir.parent)
