@@ -368,8 +368,9 @@ def drift_note(step: pd.DataFrame, rows: np.ndarray) -> str:
 
 
 def prior_note(step: pd.DataFrame, rows: np.ndarray) -> str:
-    """Where the group measured no config twice: the launch spread from the host's earlier sweeps
-    its verdicts allowed (analysis.running.prior)."""
+    """Where the group measured no config twice (the baseline not again either): the launch spread
+    from the host's earlier sweeps its verdicts allowed (analysis.running.prior), and the close calls
+    too close to call at it (analysis.report.closecall)."""
     group = step.iloc[rows]
     cv, df = group["launch_prior_cv_pct"].iloc[0], group["launch_prior_df"].iloc[0]
     # The assumed spread (no df) is the legend's: only a spread from history is named here.
@@ -377,8 +378,8 @@ def prior_note(step: pd.DataFrame, rows: np.ndarray) -> str:
         return ""
     known = LaunchPrior(cv_pct=float(cv), df=float(df), source="", from_history=True)
     return "; ".join([
-        f"one launch per config: verdicts allow a launch-to-launch CV of {cv:.1f}% "
-        f"(the host's earlier sweeps, {df:.0f} df)",
+        f"one launch per config, the baseline's too: verdicts allow a launch-to-launch CV of {cv:.1f}% "
+        f"(the host's earlier sweeps, {df:.0f} df; a sweep's drift included)",
         *too_close(group, known),
     ])  # fmt: skip
 

@@ -258,9 +258,9 @@ def test_each_fact_records_the_spread_and_the_report_names_it(tmp_path: Path) ->
     assert record.build_fact(outcome.payload(run_payload(), None, [])).launch_prior is None
     step = race.table(judged(FIRST, p))
     assert prior_note(step, step.index.to_numpy()) == (
-        "one launch per config: verdicts allow a launch-to-launch CV of 4.2% "
-        "(the host's earlier sweeps, 6 df); c=1: s1, s3 too close to call at this host's spread "
-        "(1.4% apart; 2 launches of each resolve 9.8% or more)"
+        "one launch per config, the baseline's too: verdicts allow a launch-to-launch CV of 4.2% "
+        "(the host's earlier sweeps, 6 df; a sweep's drift included); c=1: s1, s3 too close to call "
+        "at this host's spread (1.4% apart; 2 launches of each resolve 9.8% or more)"
     )
     # Assumed (the legend's) or measured by the sweep itself: no note.
     for facts in (judged(FIRST, launchprior.ASSUMED), judged([*FIRST, *SECOND], p)):
