@@ -55,10 +55,12 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     last = "config 5/5 baseline.launch3: launching; 4 measured here (0 failed)"
     assert last in run.output, run.output[-3000:]
     # The next sweep on this host reads its launch spread from this one (configs launched twice):
-    # the baseline is not launched again by default, and the plan says so and why.
+    # the baseline is not launched again by default, and the plan says so and why. (The suite's
+    # sweeps pass baseline_every=0 and finalists=false: given empty and true here, the defaults.)
     nxt = run_sweep(
-        sweep_inventory, "--limit", "sshost1", "-e", "steps=1", "-e", "plan_only=true", sweep_id="next"
-    )
+        sweep_inventory, "--limit", "sshost1", "-e", "steps=1", "-e", "plan_only=true",
+        "-e", "baseline_every=", "-e", "finalists=true", sweep_id="next",
+    )  # fmt: skip
     assert nxt.proc.returncode == 0, nxt.output[-4000:]
     next_plan = json.loads((nxt.sweep_dir / "plan.json").read_text())["hosts"]["sshost1"]
     assert next_plan["launch_prior"]["from_history"], next_plan["launch_prior"]
