@@ -23,7 +23,7 @@ Strategies:
   "new": this branch's defaults (no baseline-again launch where the spread is from history; a close
   call relaunched once, the baseline too, unless one more launch of each could not resolve it:
   analysis.running.prior.finalists). The levels are one workload here (the two sets' requests
-  pooled): the sweep's per-(workload, level) rule sees three close calls where it would see six.
+  pooled): three groups to judge where the sweep would judge six (workload, level) groups.
 
 Columns: launches (mean), GPU h per decision (launches x (load + benchmark) x 8 GPUs), best (share
 of levels whose decision is the true best: the coverage), within 1% (share whose decision's true
