@@ -5,26 +5,31 @@ host, a load of 12.5 min per launch, steps 1-5 and the baseline (6 configs) x le
 2 workloads (chat: 80 two-turn records; code: 164), 96 tokens per request, 3 repeats. True tok/s
 at c = 1 is the campaign's (baseline 88.8, 2 steps +5.9% the best, 5 steps below the baseline);
 speculation's gain shrinks with the batch (half at 16, a loss at 64). A launch draws a launch
-effect N(0, launch sd) on log tok/s (bench/trust.py's LAUNCH: this 2-core machine's; a GPU host's is
-smaller, so rows for 0.5%, 2% and 5% too) and each level's mean over its requests an error of
-cv / sqrt(requests) (cv: request-to-request spread, CV below).
+effect N(0, launch sd) on log tok/s (bench/trust.py's LAUNCH, 20%: this 2-core machine's; a GPU
+host's is smaller, so rows for 0.5% and 2% too) and each repeat's mean over its share of a level's
+requests an error of cv / sqrt(requests) (cv: request-to-request spread, CV below).
 
-A decision is the config with the highest mean log tok/s at each level (over its launches); it is
-right where that is the true best. Strategies:
+Strategies:
 
-- hand loop: each config launched once, the full prompt sets (the seed's 6 launches);
-- today: one launch each, the baseline again at the end, the finalists (every config within noise
-  of the best, on the within-launch interval) launched once more; every level sends its records;
-- improved: the same order, levels that stop at a 3% interval (analysis.sweep.estimate, the
-  sweep's own arithmetic), and finalists judged with the host's known launch spread (its history:
-  the prior of item 3) so only a close call is launched again, then again until it is resolved or
-  3 launches of it ran; where 3 launches could not resolve a 1% difference at that spread, none.
+- hand loop: each config launched once, the full prompt sets (the seed's 6 launches); the highest
+  mean per level is its decision;
+- the sweep's own rule, on a host whose history knows its launch spread (the launch sd, worth
+  HISTORY_DF degrees of freedom), with levels that stop at a 3% interval (analysis.sweep.estimate,
+  the sweep's level arithmetic): its order (analysis.sweep.order, the baseline again or not by
+  analysis.sweep.launchprior.baseline_every), the finalists chosen on launch 1's step table (the
+  report's, analysis.report.compare.step_table), and the decision the report's best per level over
+  every launch. "main": the rule before this change (the baseline again at the end; every close
+  call's best and speculative rivals relaunched once, analysis.report.closecall.close_calls).
+  "new": this branch's defaults (no baseline-again launch where the spread is from history; a close
+  call relaunched once, the baseline too, unless one more launch of each could not resolve it:
+  analysis.running.prior.finalists). The levels are one workload here (the two sets' requests
+  pooled): three groups to judge where the sweep would judge six (workload, level) groups.
 
 Columns: launches (mean), GPU h per decision (launches x (load + benchmark) x 8 GPUs), best (share
 of levels whose decision is the true best: the coverage), within 1% (share whose decision's true
 tok/s is within 1% of the best's: as good a config, where configs 1-2% apart cannot be told apart).
 
-    .venv/bin/python bench/gpu_time.py [--trials 2000] [--seed 1]
+    .venv/bin/python bench/gpu_time.py [--trials 300] [--seed 1]
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +48,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trust import LAUNCH  # bench/ is not a package: the trust bench's launch spread
 
-from analysis.sweep import estimate
+from analysis.facts.load import RUN_COLUMNS, frame
+from analysis.report.closecall import close_calls
+from analysis.report.compare import step_table
+from analysis.running import prior
+from analysis.sweep import estimate, launchprior, order
+from analysis.sweep.launchprior import LaunchPrior
 
 LOAD_S = 12.5 * 60
 GPUS = 8
@@ -59,6 +70,7 @@ GAIN_COST = {1: 0.0, 16: 0.01, 64: 0.04}
 INDIFFERENT = 0.01  # a config within 1% of the true best is as good a decision
 CV = 0.05  # request-to-request tok/s spread on a GPU at one level (one prompt set)
 CI_PCT = 3.0
+HISTORY_DF = 10.0  # the degrees of freedom of the host's history spread (a few earlier sweeps)
 
 
 def truth() -> pd.DataFrame:
@@ -97,82 +109,82 @@ def bench_s(stopping: bool) -> tuple[float, dict[int, int]]:
 
 def draw(rng: np.random.Generator, t: pd.DataFrame, configs: list[str], requests: dict[int, int],
          launch_sd: float) -> pd.DataFrame:  # fmt: skip
-    """One launch of each of `configs`: measured mean log tok/s per level."""
-    noise = np.array([CV / np.sqrt(requests[c]) for c in LEVELS])
-    effect = rng.normal(0.0, launch_sd, (len(configs), 1))
-    return t.loc[configs] + effect + rng.normal(0.0, 1.0, (len(configs), len(LEVELS))) * noise
+    """One launch of each of `configs`: each repeat's log tok/s per level (a (config, repeat) index):
+    the launch's effect N(0, launch sd), each repeat's mean over its share of the requests."""
+    index = pd.MultiIndex.from_product([configs, range(1, REPEATS + 1)], names=["config", "repeat"])
+    noise = np.array([CV / np.sqrt(requests[c] / REPEATS) for c in LEVELS])
+    effect = np.repeat(rng.normal(0.0, launch_sd, len(configs)), REPEATS)[:, None]
+    base = t.loc[index.get_level_values(0)].to_numpy()
+    return pd.DataFrame(base + effect + rng.normal(0.0, 1.0, (len(index), len(LEVELS))) * noise,
+                        index=index, columns=t.columns)  # fmt: skip
 
 
-Strategy = Callable[[np.random.Generator, pd.DataFrame, float], tuple[int, pd.Series]]
+Launch = tuple[str, int, pd.DataFrame]  # config, launch, its draw
+
+
+def step(launches: list[Launch], known: LaunchPrior) -> pd.DataFrame:
+    """The report's step table (analysis.report.compare.step_table) of these launches, each recorded
+    with the host's launch spread as the plan has every fact record it."""
+    rows = [
+        {"path": f"h/{cid}.launch{k}", "sweep_id": "seed", "host": "h", "engine": "sglang", "model": "m",
+         "config_id": cid, "speculative": cid != "baseline",
+         "steps": None if cid == "baseline" else int(cid[1:]), "env_profile": "default", "status": "ok",
+         "started_at": float(n), "concurrency": c, "repeat": r, "duration_s": TOKENS / np.exp(v),
+         "n_requests": 1, "n_errors": 0, "run_ok": True, "failed": False, "output_tokens": TOKENS,
+         "fact_id": n, "run_index": r, "launch_index": k, "interfered": False,
+         "launch_prior_cv_pct": known.cv_pct, "launch_prior_df": known.df}
+        for n, (cid, k, seen) in enumerate(launches)
+        for (_, r), row in seen.loc[[cid]].iterrows()
+        for c, v in row.items()
+    ]  # fmt: skip
+    return step_table(frame(rows, RUN_COLUMNS))
 
 
 def hand_loop(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float) -> tuple[int, pd.Series]:
-    """Each config once: (launches, the config chosen per level)."""
+    """Each config once, every record, the highest mean: (launches, the config chosen per level)."""
     _, requests = bench_s(False)
     seen = draw(rng, t, list(t.index), requests, launch_sd)
-    return len(t), seen.idxmax()
+    return len(t), seen.groupby(level="config").mean().idxmax()
 
 
-def _finalists(means: pd.DataFrame, sd: float) -> set[str]:
-    """Configs within noise of the best at some level: a gap under 1.96 x sqrt(2) x sd."""
-    close = means.max() - means < 1.96 * np.sqrt(2) * sd
-    return set(close.index[close.any(axis=1)])
-
-
-def today(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float) -> tuple[int, pd.Series]:
-    """One launch each, the baseline again, within-launch finalists once more."""
-    _, requests = bench_s(False)
-    first = draw(rng, t, list(t.index), requests, launch_sd)
-    again = draw(rng, t, ["baseline"], requests, launch_sd)
-    # Within noise on the repeats' interval: it sees the requests' spread, not the launch's.
-    finals = sorted(_finalists(first.drop(index=["baseline"]), CV / np.sqrt(min(requests.values()))))
-    second = draw(rng, t, finals, requests, launch_sd)
-    means = pd.concat([first, again, second]).groupby(level=0).mean()
-    return len(t) + 1 + len(finals), means.idxmax()
-
-
-def improved(
-    rng: np.random.Generator, t: pd.DataFrame, launch_sd: float, most: int = 3
-) -> tuple[int, pd.Series]:
-    """Stopping levels; finalists judged with the known launch spread, relaunched until resolved."""
+def sweep(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float, new: bool) -> tuple[int, pd.Series]:
+    """The sweep's own rule on a host whose history knows its launch spread: its order (the
+    baseline again or not, analysis.sweep.launchprior.baseline_every), the finalists chosen on launch
+    1's step table (analysis.running.prior), and the report's best per level over every launch.
+    new=False: main's rule before this change (baseline_every 10, every close call's best and rivals
+    relaunched, analysis.report.closecall.close_calls, futile or not; speculative configs only)."""
     _, requests = bench_s(True)
-    runs = [draw(rng, t, list(t.index), requests, launch_sd), draw(rng, t, ["baseline"], requests, launch_sd)]
-    counts = pd.Series(1, index=t.index)
-    counts["baseline"] = 2
-    launches = len(t) + 1
-    # A close call that `most` launches could not resolve is not worth a launch: the host's launch
-    # spread (its history) says so before any is spent.
-    if 1.96 * np.sqrt(2) * launch_sd / np.sqrt(most) > INDIFFERENT:
-        return launches, pd.concat(runs).groupby(level=0).mean().idxmax()
-    while True:
-        means = pd.concat(runs).groupby(level=0).mean()
-        # The sd of a config's mean over its launches: the host's launch spread over sqrt(launches).
-        sd_mean = np.sqrt(launch_sd**2 / counts + CV**2 / min(requests.values()))
-        gap = means.max() - means
-        # Close: the rival may be better by more than the indifference margin.
-        close = (gap + INDIFFERENT).lt(1.96 * np.sqrt(2) * sd_mean.to_numpy()[:, None]) & gap.gt(0)
-        again: set[str] = set()
-        for c in LEVELS:
-            rivals = set(close.index[close[c]])
-            again |= {means[c].idxmax(), *rivals} if rivals else set()
-        again = {x for x in again if counts[x] < most}
-        if not again:
-            return launches, means.idxmax()
-        runs.append(draw(rng, t, sorted(again), requests, launch_sd))
-        counts[sorted(again)] += 1
-        launches += len(again)
+    known = LaunchPrior(cv_pct=launch_sd * 100.0, df=HISTORY_DF, source="bench", from_history=True)
+    every = launchprior.baseline_every(None if new else launchprior.BASELINE_EVERY, known)
+    grid = [(cid, cid != "baseline") for cid in t.index]
+    ordered, closing = order.schedule(grid, 1, int(rng.integers(2**31)), "h", every)
+    launches = [(s["id"], s["launch"], draw(rng, t, [s["id"]], requests, launch_sd)) for s in ordered]
+    first = step(launches, known)
+    if new:
+        chosen = prior.finalists(first, prior.candidates(grid, bool(closing), known), known)
+    else:
+        chosen = sorted(
+            {c for call in close_calls(first, known) for c in [*call.best, *call.rivals]} - {"baseline"}
+        )
+    for cid in [*chosen, *(s["id"] for s in closing)]:
+        k = 1 + sum(cid == c for c, _, _ in launches)
+        launches.append((cid, k, draw(rng, t, [cid], requests, launch_sd)))
+    final = step(launches, known)
+    best = final[final["best"]].drop_duplicates("concurrency").set_index("concurrency")["config"]
+    return len(launches), best.reindex(list(LEVELS))
 
 
+Strategy = Callable[[np.random.Generator, pd.DataFrame, float], tuple[int, pd.Series]]
 STRATEGIES: dict[str, tuple[Strategy, bool]] = {
     "hand loop (6 launches, all records)": (hand_loop, False),
-    "today's defaults": (today, False),
-    "improved (stop at 3%, launch-spread prior)": (improved, True),
+    "main: baseline again, close calls once": (partial(sweep, new=False), True),
+    "new: no baseline again, futile calls not": (partial(sweep, new=True), True),
 }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=2000)
+    parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     t = truth()
@@ -186,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'launch sd':>9}  {'strategy':<44} {'launches':>8} {'GPU h':>6} {'best':>8} {'within 1%':>10}"
     print(header)
     print("-" * len(header))
-    for launch_sd in sorted({0.005, 0.02, 0.05, LAUNCH}):
+    for launch_sd in sorted({0.005, 0.02, LAUNCH}):
         for name, (strategy, stopping) in STRATEGIES.items():
             rng = np.random.default_rng(args.seed)
             per_launch = LOAD_S + (short if stopping else full)

@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics, objectives
+from analysis.report.closecall import too_close
 from analysis.report.compare import GROUP, is_baseline
 from analysis.report.crosshost import FAMILY
 from analysis.report.disagree import disagreements
 from analysis.report.profiles import profile_table
+from analysis.sweep.launchprior import LaunchPrior
 
 MISSING = "–"
 FORMATS = ("text", "markdown", "html", "csv", "json")
@@ -366,17 +368,20 @@ def drift_note(step: pd.DataFrame, rows: np.ndarray) -> str:
 
 
 def prior_note(step: pd.DataFrame, rows: np.ndarray) -> str:
-    """Where the group measured no config twice: the launch spread from the host's earlier sweeps
-    its verdicts allowed (analysis.running.prior)."""
+    """Where the group measured no config twice (the baseline not again either): the launch spread
+    from the host's earlier sweeps its verdicts allowed (analysis.running.prior), and the close calls
+    too close to call at it (analysis.report.closecall)."""
     group = step.iloc[rows]
     cv, df = group["launch_prior_cv_pct"].iloc[0], group["launch_prior_df"].iloc[0]
     # The assumed spread (no df) is the legend's: only a spread from history is named here.
     if not group["ci_basis"].eq("within_launch").any() or pd.isna(df):
         return ""
-    return (
-        f"one launch per config: verdicts allow a launch-to-launch CV of {cv:.1f}% "
-        f"(the host's earlier sweeps, {df:.0f} df)"
-    )
+    known = LaunchPrior(cv_pct=float(cv), df=float(df), source="", from_history=True)
+    return "; ".join([
+        f"one launch per config, the baseline's too: verdicts allow a launch-to-launch CV of {cv:.1f}% "
+        f"(the host's earlier sweeps, {df:.0f} df; a sweep's drift included)",
+        *too_close(group, known),
+    ])  # fmt: skip
 
 
 def profile_blocks(tables: Tables) -> list[Block]:

@@ -10,18 +10,21 @@ machine's), and the finalists are chosen as before it existed.
 
 Finalists with a known spread (Kalibera & Jones's point: spend repetitions where the variance
 is): a level's decision is close when a rival's interval against the best, each side allowing
-that spread, holds 0; then the best and those rivals are launched once more. A level where every
-rival is clearly behind is decided by its one launch, and nothing is relaunched for it.
+that spread, holds 0; then the best and those rivals are launched once more, unless the nearest
+rival is so close that one more launch of each could not tell them apart at that spread (futility:
+too close to call at this host's spread, said, not relaunched). A level where every rival is
+clearly behind is decided by its one launch, and nothing is relaunched for it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.report.closecall import close_calls
 from analysis.running import race
 from analysis.sweep.launchprior import ASSUMED, LaunchPrior, tau2
 
@@ -60,17 +63,20 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
     )
 
 
+def candidates(configs: Iterable[tuple[str, bool]], closing: bool, prior: LaunchPrior | None) -> list[str]:
+    """The configs (id, speculative) the finalists are chosen from: the speculative ones; the
+    baseline too where the host's history spared it its again-launch (no `closing` launch), so a
+    close call it is part of relaunches it as any config."""
+    baseline_too = not closing and prior is not None and prior.from_history
+    return [cid for cid, speculative in configs if speculative or baseline_too]
+
+
 def finalists(step: pd.DataFrame, candidates: Collection[str], prior: LaunchPrior | None) -> list[str]:
     """The candidates to launch once more, in order. With a spread from history: the best and its
-    rivals at each level where some rival's interval against the best holds 0 (a close call), and
-    none at a level every rival clearly lost. Without one: the best at every level and every config
-    within noise of it (race.finalists, the rule before the prior)."""
+    rivals at each level of a close call that one more launch of each could resolve, none at a
+    level every rival clearly lost or one too close to call (close_calls). Without one: the best at
+    every level and every config within noise of it (race.finalists, the rule before the prior)."""
     if prior is None or not prior.from_history:
         return race.finalists(step, candidates)
-    rows = step[step["score"].notna() & step["concurrency"].notna()]
-    chosen: set[str] = set()
-    for _, level in rows.groupby(race.GROUP, dropna=False, sort=False):
-        rivals = level[~level["best"] & ~(level["vs_best_ci_hi"] < 0)]
-        if not rivals.empty:
-            chosen |= {*level.loc[level["best"], "config"], *rivals["config"]}
+    chosen = {c for call in close_calls(step, prior) if not call.futile for c in [*call.best, *call.rivals]}
     return [c for c in candidates if c in chosen]

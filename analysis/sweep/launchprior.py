@@ -36,16 +36,35 @@ ASSUMED = LaunchPrior(
 )
 
 
+# A finalist's launches in all: its first and the one more it gets (a close call is relaunched once).
+FINALIST_LAUNCHES = 2
+
+# The baseline again after every this many other launches and at the end, where the setting is not
+# given and the host has no launch spread from history (docs/trust.md).
+BASELINE_EVERY = 10
+
+
+def baseline_every(given: int | None, prior: LaunchPrior | None) -> int:
+    """The baseline's again-launches a host makes: the setting where given; else none where the
+    host's launch spread is from its history (those launches measured it, drift over a sweep
+    included, and one more would replace it with this sweep's 1 df), else BASELINE_EVERY."""
+    if given is not None:
+        return given
+    return 0 if prior is not None and prior.from_history else BASELINE_EVERY
+
+
 def tau2(cv_pct: float) -> float:
     """The variance of a launch's log mean tok/s whose CV is `cv_pct` %."""
     return math.log1p((cv_pct / 100.0) ** 2)
 
 
-def close_gap_pct(prior: LaunchPrior) -> float:
-    """How far behind the best (%) a rival measured once on each side is still a close call at this
-    spread: the 95% half-width of two one-launch means' log difference (repeat noise left out)."""
+def close_gap_pct(prior: LaunchPrior, launches: int = 1) -> float:
+    """How far behind the best (%) a rival measured `launches` times on each side is still a close
+    call at this spread: the 95% half-width of the log difference of two means over that many
+    launches (repeat noise left out). At 1, a one-launch verdict's; at FINALIST_LAUNCHES, the
+    smallest gap the finalists' relaunch can resolve."""
     t = t975(prior.df) if prior.df else 1.959964
-    return -math.expm1(-t * math.sqrt(2.0 * tau2(prior.cv_pct))) * 100.0
+    return -math.expm1(-t * math.sqrt(2.0 * tau2(prior.cv_pct) / launches)) * 100.0
 
 
 def describe(prior: LaunchPrior, speculative: int) -> str:
@@ -58,5 +77,22 @@ def describe(prior: LaunchPrior, speculative: int) -> str:
     return (
         f"launch spread {prior.cv_pct:.1f}% from {prior.source}: one launch decides a level where every "
         f"rival is more than about {close_gap_pct(prior):.1f}% behind the best; only the best and its "
-        f"rivals of a closer call are launched again (0 to {speculative})"
+        f"rivals of a closer call are launched again (0 to {speculative}), unless the nearest is under "
+        f"{close_gap_pct(prior, FINALIST_LAUNCHES):.1f}% behind: too close to call at this spread"
+    )
+
+
+def again_words(prior: LaunchPrior, given: int | None, again: int) -> str:
+    """The plan's sentence on the baseline's again-launches (`again` of them, by `baseline_every`
+    as `given`) and why; empty where the operator chose none."""
+    if given is not None:
+        return f"the baseline again {again} time(s) (baseline_every={given})" if again else ""
+    if prior.from_history:
+        return (
+            "no baseline-again launch: the host's earlier sweeps measured its launch-to-launch change, "
+            f"drift over a sweep included (-e baseline_every={BASELINE_EVERY} launches it)"
+        )
+    return (
+        f"the baseline again {again} time(s), every {BASELINE_EVERY} launches and at the end: the first "
+        "measure of this host's launch spread and drift"
     )

@@ -84,8 +84,10 @@ def _host_plan(
     sweep_id: str,
     seed: int | None,
     records: str = "",
+    priors: Priors | None = None,
 ) -> HostPlan:
-    """One host's server, entries, the order it launches them in and the problems the controller can see."""
+    """One host's server, entries, the order it launches them in and the problems the controller can
+    see; its launch spread from `priors` (None: the assumed one)."""
     problems: list[str] = []
     engine = ENGINES[host.engine]
     entries = []
@@ -127,11 +129,15 @@ def _host_plan(
             f"(its clients: {', '.join(engine.clients)})"
         )
     problems += _follow_problems(host, hosts, request)
-    # A follower runs its leader's order: the same key seeds the same shuffle.
+    # A follower runs its leader's order: the same key seeds the same shuffle, and the leader's
+    # history (its facts are the ones judged) says whether the baseline is launched again.
+    key = host.follows or host.name
+    launch_prior = None
+    if server:
+        launch_prior = priors(key, host.engine, server.model) if priors else launchprior.ASSUMED
     grid = [(e.config.id, e.config.speculative) for e in entries if not e.searched]
-    ordered, closing = order.schedule(
-        grid, request["launches"], seed, host.follows or host.name, request["baseline_every"]
-    )
+    every = launchprior.baseline_every(request["baseline_every"], launch_prior)
+    ordered, closing = order.schedule(grid, request["launches"], seed, key, every)
     position = {e.config.id: i for i, e in enumerate(entries)}
     followed = sorted(h.name for h in hosts.values() if h.follows == host.name)
     return HostPlan(
@@ -148,6 +154,7 @@ def _host_plan(
         run_dir=host.run_dir,
         lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
         adaptive_config=copy,
+        launch_prior=launch_prior,
         prefetch=prefetch.paths(host.engine, host.settings, request["prefetch"]) if server else [],
     )
 
@@ -345,16 +352,10 @@ def build(
     seed = seed if request["order"] == "random" else None
     records = traffic["records"] if traffic else ""
     plans = {
-        n: _host_plan(h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed, records)
-        for n, h in hosts.items()
-    }
-    plans = {
-        n: msgspec.structs.replace(
-            p, launch_prior=priors(n, p.engine, p.server.model) if priors else launchprior.ASSUMED
+        n: _host_plan(
+            h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed, records, priors
         )
-        if p.server
-        else p
-        for n, p in plans.items()
+        for n, h in hosts.items()
     }
     sweep = {
         "id": identity.sweep_id,
@@ -563,16 +564,27 @@ def summary(sweep: Mapping[str, Any]) -> str:
 
 
 def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:
-    """Per host whose finalists or racing judge one launch: the launch spread taken, from where,
-    and which finalists it relaunches (analysis.running.prior)."""
+    """Per host that compares speculative configs: where finalists or racing judge one launch, the
+    launch spread taken, from where, and which finalists it relaunches (analysis.running.prior);
+    whether the baseline is launched again, and why."""
     settings = sweep["settings"]
-    if not (settings["finalists"] or settings["race"]) or settings["search"]:
-        return []
-    return [
-        f"  {host}: {launchprior.describe(msgspec.convert(hp['launch_prior'], LaunchPrior), spec)}"
-        for host, hp in hosts.items()
-        if hp.get("launch_prior") and (spec := sum(e["config"]["speculative"] for e in hp["entries"]))
-    ]
+    judged = (settings["finalists"] or settings["race"]) and not settings["search"]
+    lines = []
+    for host, hp in hosts.items():
+        spec = sum(e["config"]["speculative"] for e in hp["entries"])
+        if not hp.get("launch_prior") or not spec:
+            continue
+        p = msgspec.convert(hp["launch_prior"], LaunchPrior)
+        slots = [*hp["order"], *hp["closing"]]
+        words = [
+            launchprior.describe(p, spec) if judged else "",
+            launchprior.again_words(
+                p, settings["baseline_every"], sum(s["why"] == order.CHECK for s in slots)
+            ),
+        ]
+        if any(words):
+            lines.append(f"  {host}: {'; '.join(w for w in words if w)}")
+    return lines
 
 
 def headline(sweep: Mapping[str, Any], hosts: Mapping[str, Any] | None = None) -> str:

@@ -274,9 +274,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("order_seed", optional_int, None, "the shuffle's seed (replays an order); empty = drawn"),
     Setting(
         "baseline_every",
-        partial(one_int, minimum=0),
-        10,
-        "the baseline again after every K other launches and at the end; 0 = never again",
+        optional_int,
+        None,
+        "the baseline again after every K other launches and at the end; 0 = never again; "
+        "empty = 10, none where the host's launch spread is from its history",
     ),
     Setting(
         "race",

@@ -25,6 +25,7 @@ from ansible.plugins.action import ActionBase
 from analysis.facts import record
 from analysis.facts.schema import SchemaError, load_fact, to_dict
 from analysis.files import write_json_atomic
+from analysis.report import closecall
 from analysis.running import prior, progress, race
 from analysis.sweep import hostplan, lease, order, outcome, sweeplock
 from analysis.sweep.config import Config
@@ -186,25 +187,31 @@ class ActionModule(ActionBase):
         return sweeplock.measured_otherwise(to_dict(fact), host, entries[0], plan["sweep"]["settings"])
 
     def _finalists(self, args: dict[str, Any], task_vars: dict[str, Any]) -> dict[str, Any]:
-        """One more launch of each finalist: the grid's speculative configs (launch N+1) and a step
-        search's probes (launch 2), judged on this host's (or its leader's) launches 1..N."""
+        """One more launch of each finalist: the grid's speculative configs (launch N+1; the baseline
+        too where the host's history spared it its again-launch) and a step search's probes (launch
+        2), judged on this host's (or its leader's) launches 1..N."""
         where = args["where"]
         if self._task.check_mode:
             return {"changed": False, "slots": [], "specsweep_say": ""}
         plan = task_vars["specsweep_plan"]
         launches = int(plan["sweep"]["settings"]["launches"])
         host_plan = hostplan.of(plan, where["host"])
-        entry = {e.config.id: i for i, e in enumerate(host_plan.entries) if e.config.speculative}
+        launch_prior = host_plan.launch_prior
+        speculative = {e.config.id: e.config.speculative for e in host_plan.entries}
+        position = {e.config.id: i for i, e in enumerate(host_plan.entries)}
+        entry = {
+            c: position[c]
+            for c in prior.candidates(speculative.items(), bool(host_plan.closing), launch_prior)
+        }
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])
         data = race.table(race.facts(host_dir), max_launch=launches, sweep_dir=host_dir.parent)
         # A config whose fact this run kept on the host (a full results disk) cannot be judged here.
         kept = {k["name"].split(".launch")[0] for k in task_vars.get("specsweep_kept") or []}
-        launch_prior = host_plan.launch_prior
         chosen = prior.finalists(data, [c for c in entry if c not in kept], launch_prior)
         out = [
-            hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST, True),
-                               entry=entry[c]))
+            hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST,
+                                            speculative[c]), entry=entry[c]))
             for c in chosen
         ]  # fmt: skip
         dropped = [order.fact_name(c, 2 if c in searched else launches + 1) for c in entry if c in kept]
@@ -215,10 +222,12 @@ class ActionModule(ActionBase):
             else ""
         )
         if launch_prior and launch_prior.from_history:
+            close = closecall.too_close(data, launch_prior)
             say = (
                 f"finalists at a launch spread of {launch_prior.cv_pct:.1f}% ({launch_prior.source}): "
                 + (f"{', '.join(chosen)} (a close call), launched once more" if chosen else
-                   "none, every level's decision is clear at that spread")
+                   "none, every level's decision is clear or too close to call at that spread")
+                + "".join(f"; {c}" for c in close)
             )  # fmt: skip
         return {"changed": False, "slots": out, "dropped": dropped, "specsweep_say": say}
 

@@ -1,4 +1,5 @@
-"""Launches, the seeded order and the baseline again, end to end on one SSH host with llama-server."""
+"""Launches, the seeded order and the baseline again (or not, once the host has history), end to
+end on one SSH host with llama-server."""
 
 from __future__ import annotations
 
@@ -53,3 +54,17 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
             assert r.interference.gpu_other_pids == []
     last = "config 5/5 baseline.launch3: launching; 4 measured here (0 failed)"
     assert last in run.output, run.output[-3000:]
+    # The next sweep on this host reads its launch spread from this one (configs launched twice):
+    # the baseline is not launched again by default, and the plan says so and why. (The suite's
+    # sweeps pass baseline_every=0 and finalists=false: given empty and true here, the defaults.)
+    nxt = run_sweep(
+        sweep_inventory, "--limit", "sshost1", "-e", "steps=1", "-e", "plan_only=true",
+        "-e", "baseline_every=", "-e", "finalists=true", sweep_id="next",
+    )  # fmt: skip
+    assert nxt.proc.returncode == 0, nxt.output[-4000:]
+    next_plan = json.loads((nxt.sweep_dir / "plan.json").read_text())["hosts"]["sshost1"]
+    assert next_plan["launch_prior"]["from_history"], next_plan["launch_prior"]
+    assert next_plan["closing"] == [], next_plan["closing"]
+    assert sorted(s["name"] for s in next_plan["order"]) == ["baseline", "s1"], next_plan["order"]
+    assert f"from 1 earlier sweep(s) on sshost1 ({run.sweep_dir.name})" in nxt.output, nxt.output[-4000:]
+    assert "no baseline-again launch: the host's earlier sweeps measured" in nxt.output, nxt.output[-4000:]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis.sweep import estimate
@@ -30,11 +31,28 @@ def test_the_seed_cases_benchmark_is_priced_by_the_sweeps_level_arithmetic() -> 
     )
 
 
+def test_the_sweeps_rows_are_the_sweeps_own_rule() -> None:
+    # On a host whose history knows a 2% launch spread: main's rule always launched the baseline
+    # again (7 or more); the new one makes no baseline-again launch and relaunches a close call
+    # only where one more launch could resolve it, so most trials make the 6 launches of the grid.
+    sys.path.insert(0, str(BENCH.parent))
+    import gpu_time
+
+    t = gpu_time.truth()
+    rng = np.random.default_rng(3)
+    old = [gpu_time.sweep(rng, t, 0.02, new=False)[0] for _ in range(8)]
+    new = [gpu_time.sweep(rng, t, 0.02, new=True)[0] for _ in range(8)]
+    assert min(old) >= 7, old
+    assert min(new) == 6 and sum(new) < sum(old), (new, old)
+    _, chosen = gpu_time.sweep(rng, t, 0.005, new=True)
+    assert list(chosen.index) == [1, 16, 64] and set(chosen) <= set(t.index)
+
+
 def test_the_bench_prints_each_strategy_at_each_launch_spread() -> None:
     done = subprocess.run([sys.executable, str(BENCH), "--trials", "3"], capture_output=True, text=True,
                           timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rows) == 4 * 3, done.stdout
+    assert len(rows) == 3 * 3, done.stdout
     hand = [r for r in rows if r[1] == "hand"]
     assert all(r[-4] == "6.0" for r in hand), done.stdout  # the hand loop's 6 launches, every trial

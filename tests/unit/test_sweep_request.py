@@ -18,7 +18,7 @@ DEFAULTS = {
     "host_configs": {},
     "adaptive_config": "",
     "concurrency": [1], "repeats": 3, "warmup": 1, "max_tokens": 96,
-    "launches": 1, "order": "random", "order_seed": None, "baseline_every": 10,
+    "launches": 1, "order": "random", "order_seed": None, "baseline_every": None,
     "race": False,  # decided: one launch -> nothing to race
     "finalists": True,  # decided: one launch -> the finalists are launched again
     "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed", "mix": {},

@@ -1,0 +1,58 @@
+"""Close calls: the levels of a step table whose one-launch decision a host's launch spread leaves
+open, and those too close to call at that spread (analysis.running.prior relaunches the others'
+best and rivals; the report and the run say which were too close).
+
+A level is close where some rival's interval against the best (vs_best_ci, the verdict's own,
+analysis.report.compare) holds 0. It is futile to relaunch where the nearest rival is closer than
+FINALIST_LAUNCHES launches of each could tell apart at that spread (the 95% half-width of the
+difference of their means, analysis.sweep.launchprior.close_gap_pct): another launch would leave it
+within noise, so the launch is not made and the level is said to be too close to call.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pandas as pd
+
+from analysis.report.compare import GROUP
+from analysis.sweep.launchprior import FINALIST_LAUNCHES, LaunchPrior, close_gap_pct
+
+
+class Call(NamedTuple):
+    """A level whose one-launch decision is close at the host's spread."""
+
+    level: str  # "c=16" (and its workload)
+    best: list[str]
+    rivals: list[str]
+    gap_pct: float  # how far behind the best its nearest rival is, %
+    futile: bool  # the finalists' relaunch could not resolve that gap at this spread
+
+
+def close_calls(step: pd.DataFrame, prior: LaunchPrior) -> list[Call]:
+    """The levels where some rival's interval against the best holds 0 at the host's spread; futile
+    where the nearest rival is closer than FINALIST_LAUNCHES launches of each could tell apart."""
+    rows = step[step["score"].notna() & step["concurrency"].notna()]
+    found = []
+    for _, level in rows.groupby(GROUP, dropna=False, sort=False):
+        rivals = level[~level["best"] & ~(level["vs_best_ci_hi"] < 0)]
+        if rivals.empty:
+            continue
+        gap = -float(rivals["vs_best_pct"].max())
+        first = level.iloc[0]
+        workload = first["workload"] if isinstance(first["workload"], str) else ""
+        name = f"c={first['concurrency']:g} {workload}".rstrip()
+        futile = gap < close_gap_pct(prior, FINALIST_LAUNCHES)
+        found.append(Call(name, [*level.loc[level["best"], "config"]], [*rivals["config"]], gap, futile))
+    return found
+
+
+def too_close(step: pd.DataFrame, prior: LaunchPrior) -> list[str]:
+    """The report's and the run's words for each close call not relaunched: too close to call."""
+    return [
+        f"{call.level}: {', '.join([*call.best, *call.rivals])} too close to call at this host's spread "
+        f"({call.gap_pct:.1f}% apart; {FINALIST_LAUNCHES} launches of each resolve "
+        f"{close_gap_pct(prior, FINALIST_LAUNCHES):.1f}% or more)"
+        for call in close_calls(step, prior)
+        if call.futile
+    ]
