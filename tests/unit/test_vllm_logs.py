@@ -107,6 +107,13 @@ def test_vllms_nccl_error_is_nccl() -> None:
     assert logs.classify_failure(vllm_log(line)) == ("nccl", line)
 
 
+def test_a_model_vllm_does_not_know_is_unsupported() -> None:
+    # _raise_for_unsupported's f-string: "Model architectures {architectures} are not supported ..."
+    said = _source_text("vllm/model_executor/models/registry.py", "are not supported for now").strip()
+    line = f"ValueError: Model architectures ['FooForCausalLM'] {said} Supported architectures: [...]"
+    assert logs.classify_failure(vllm_log(line)) == ("model_unsupported", line)
+
+
 def test_a_healthy_vllm_start_names_no_memory_or_config_cause() -> None:
     start = [
         "(APIServer pid=4242) INFO 12-06 02:50:01 [api_server.py:1720] vLLM API server version 0.33.0",
