@@ -5,6 +5,8 @@ Dynamic SD arm, and the vllm_server role's preflight."""
 
 from __future__ import annotations
 
+import ast
+
 import json
 import os
 import subprocess
@@ -101,6 +103,10 @@ def test_the_module_entry_runs_the_servers_own_module_with_the_model_as_a_flag()
     assert {w for w in words if w.startswith("--")} <= serve_flags()
     entry = {"config": {"id": "s2"}, "argv": words}
     assert check_input([entry]) == {"argvs": {"s2": ["serve", *words[3:]]}}
+    # The check imports serve's pre-load check from serve.py, where both releases import it.
+    serve = ast.parse(vllm_file("vllm/entrypoints/cli/serve.py").read_text(encoding="utf-8"))
+    imported = {a.name for n in serve.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert {"validate_parsed_serve_args", "ServeSubcommand"} - imported == {"ServeSubcommand"}
     with pytest.raises(SettingError, match=r"^entry: 'cli' is not one of: script, module"):
         argv(make(), settings(entry="cli"), 1)
 
@@ -234,6 +240,8 @@ STAND_IN = {
     "utils/argparse_utils.py": "from argparse import ArgumentParser as FlexibleArgumentParser\n",
     "entrypoints/common/cli_args.py": "def validate_parsed_serve_args(args):\n    pass\n",
     "entrypoints/cli/serve.py": """
+from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+
 class ServeSubcommand:
     def subparser_init(self, subparsers):
         serve = subparsers.add_parser("serve")

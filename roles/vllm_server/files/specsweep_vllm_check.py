@@ -57,8 +57,9 @@ def main() -> int:
     try:
         import vllm
         from vllm.engine.arg_utils import EngineArgs
-        from vllm.entrypoints.cli.serve import ServeSubcommand
-        from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+        # serve's own pre-load check, by the name serve.py imports it under (its module moved:
+        # entrypoints/launchers/cli_args.py in 0.32.0, entrypoints/common/cli_args.py in 0.33.0)
+        from vllm.entrypoints.cli.serve import ServeSubcommand, validate_parsed_serve_args
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except Exception as exc:  # reported: the sweep cannot use this vLLM
         print(json.dumps({"version": None, "error": f"{type(exc).__name__}: {exc}", "results": {}}))
