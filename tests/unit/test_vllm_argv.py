@@ -6,7 +6,6 @@ Dynamic SD arm, and the vllm_server role's preflight."""
 from __future__ import annotations
 
 import ast
-
 import json
 import os
 import subprocess

@@ -54,11 +54,11 @@ def check(resolve: Any, argv: list[str]) -> dict[str, Any] | None:
 
 def main() -> int:
     asked = json.load(sys.stdin)
+    # serve's own pre-load check by the name serve.py imports it under (its module moved:
+    # entrypoints/launchers/cli_args.py in 0.32.0, entrypoints/common/cli_args.py in 0.33.0).
     try:
         import vllm
         from vllm.engine.arg_utils import EngineArgs
-        # serve's own pre-load check, by the name serve.py imports it under (its module moved:
-        # entrypoints/launchers/cli_args.py in 0.32.0, entrypoints/common/cli_args.py in 0.33.0)
         from vllm.entrypoints.cli.serve import ServeSubcommand, validate_parsed_serve_args
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except Exception as exc:  # reported: the sweep cannot use this vLLM
