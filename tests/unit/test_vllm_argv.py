@@ -233,7 +233,8 @@ def test_preflight_stops_a_host_whose_vllm_is_another_release() -> None:
 
 # A stand-in vllm 0.33.0: `vllm serve`'s parser (argparse exits 2 on an unknown flag), its pre-load
 # check, and create_engine_config, which refuses a speculative config as SpeculativeConfig would and
-# exports a variable, which must not leak into the next config's resolution.
+# exports a variable, which must not leak into the next config's resolution. Like vLLM's, its log
+# handler takes sys.stdout when it is imported (vllm/logger.py, stream ext://sys.stdout).
 STAND_IN = {
     "__init__.py": '__version__ = "0.33.0"\n',
     "utils/argparse_utils.py": "from argparse import ArgumentParser as FlexibleArgumentParser\n",
@@ -252,7 +253,9 @@ class ServeSubcommand:
         return serve
 """,
     "engine/arg_utils.py": """
-import json, os
+import json, os, sys
+
+LOG = sys.stdout
 
 class EngineArgs:
     def __init__(self, args):
@@ -261,6 +264,7 @@ class EngineArgs:
     def from_cli_args(cls, args):
         return cls(args)
     def create_engine_config(self):
+        print("INFO [model.py:733] Resolved architecture: LlamaForCausalLM", file=LOG)
         if "VLLM_LEAKED" in os.environ:
             raise RuntimeError("the environment of an earlier resolution leaked")
         os.environ["VLLM_LEAKED"] = "1"
