@@ -180,7 +180,12 @@ def main() -> int:
     parser.add_argument("--steps", default="1,2")
     parser.add_argument("--concurrency", type=lambda v: [int(c) for c in v.split(",")], default=[1, 2])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    # Enough requests that each measured window spans several of the /metrics reads (every 0.5 s):
+    # the spec counters' growth needs two inside it (roles/benchmark/files/specsweep_serverload.py).
+    parser.add_argument("--requests", type=int, default=24, help="requests per level and repeat")
+    # vLLM's CPU build compiles for new shapes on the first requests of each launch.
+    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--health-timeout-s", type=int, default=900)
     args = parser.parse_args()
     if not args.vllm_python.is_file():
@@ -190,7 +195,8 @@ def main() -> int:
     inventory = write_inventory(args, work)
     levels = ",".join(map(str, args.concurrency))
     extra = {"steps": args.steps, "concurrency": levels, "repeats": args.repeats,
-             "max_tokens": args.max_tokens, "warmup": 0, "sweep_id": "vllm-cpu"}  # fmt: skip
+             "max_tokens": args.max_tokens, "bench_requests": args.requests, "warmup": args.warmup,
+             "sweep_id": "vllm-cpu"}  # fmt: skip
     argv = playbook_argv(
         inventory, work / "results", *(w for k, v in extra.items() for w in ("-e", f"{k}={v}"))
     )
