@@ -31,8 +31,8 @@ def test_the_dummy_model_is_a_llama_vllms_cpu_attention_takes_with_the_prompts_w
 
 def test_its_inventory_plans_the_module_entry_with_ngram_drafts_on_a_dummy_model(tmp_path: Path) -> None:
     """The sweep's plan (controller only, no host touched) of the inventory the bench writes."""
-    args = argparse.Namespace(vllm_python=Path("/venv/bin/python"), vllm_version="0.32.0",
-                              prompts=bench.TEST_PROMPTS, concurrency=[1, 2], health_timeout_s=900)  # fmt: skip
+    args = argparse.Namespace(vllm_python=Path("/venv/bin/python"), vllm_version="0.32.0", concurrency=[1, 2],
+                              prompts=bench.TEST_PROMPTS, health_timeout_s=900)  # fmt: skip
     inventory = bench.write_inventory(args, tmp_path)
     playbook = Path(sys.executable).parent / "ansible-playbook"
     argv = [str(playbook), "sweep.yml", "-i", str(inventory), "-e", "plan_only=true", "-e", "steps=1,2",
