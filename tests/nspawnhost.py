@@ -533,3 +533,7 @@ def write_inventory(
     inventory = {group: {"hosts": entries, "vars": dict(group_vars or {})}}
     Path(path).write_text(json.dumps(inventory, indent=2) + "\n")
     return Path(path)
+
+
+if __name__ == "__main__":  # `python tests/nspawnhost.py`: build the rootfs ahead of the tests (.ci/run)
+    print(ensure_rootfs())

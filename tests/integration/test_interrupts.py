@@ -246,9 +246,11 @@ def test_a_server_an_ended_run_left_on_the_port_is_refused_at_preflight_naming_i
 ) -> None:
     # A run dies with its server's supervisor (kill -9 of both, as an OOM kill of the controller and a
     # hand-killed supervisor would): nothing stops its server, which goes on holding the port.
+    # Its client goes on too, open loop at 0.2/s so that the server idles between arrivals (closed
+    # loop, it would decode on a core for the rest of the test).
     proc = start_sweep(sweep_inventory, tmp_path, "-e", "sweep_id=E", "-e", "steps=1", "-e", "baseline=false",
                        "-e", "repeats=1", "-e", "max_tokens=8", "-e", "warmup=0",
-                       "-e", "bench_duration_s=120")  # fmt: skip
+                       "-e", "bench_duration_s=120", "-e", "request_rate=0.2")  # fmt: skip
     files = run_dir(ssh_hosts) / "E" / "s1.bench.json"
     wait_for(Path(f"{files}.job").exists, "the benchmark", proc=proc)
     record = server_record(ssh_hosts)
