@@ -94,6 +94,9 @@ class Engine:
     assumed_tps: float = 40.0  # a baseline's rate for the first estimate, before any sweep of it
     # A launch's load for the first estimate, before any sweep of it (None: up to the health timeout).
     assumed_load_s: float | None = None
+    # The suite's own work around each launch (stop, record, launch) for the first estimate: a GPU
+    # server's stop waits for its memory and port to come back.
+    assumed_overhead_s: float = 20.0
     cpu_bound: bool = False  # its speed is the CPU share it gets (the estimate scales by the host's load)
     # The settings naming the checkpoint files or folders a launch reads (-e prefetch reads them ahead).
     checkpoints: tuple[str, ...] = ("model_path",)

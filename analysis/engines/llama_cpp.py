@@ -134,5 +134,7 @@ ENGINE = Engine(
     assumed_tps=40.0,
     # a GGUF of a few GB read from local disk into a CPU server (the demo's 270M: 2 s)
     assumed_load_s=10.0,
+    # measured 1-2 s per launch over SSH (the test hosts) and 1 s on localhost (the demo)
+    assumed_overhead_s=3.0,
     cpu_bound=True,
 )

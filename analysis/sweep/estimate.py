@@ -29,10 +29,9 @@ from typing import Any
 from analysis.engines import ENGINES
 from analysis.tquantiles import KNOTS
 
-# Where no earlier sweep says: per-launch suite overhead (s) and decode tok/s at concurrency 1 per
-# engine (its `assumed_tps`), scaled by c ** RATE_EXPONENT for a level of c, and the
-# request-to-request tok/s spread.
-ASSUMED_OVERHEAD_S = 20.0
+# Where no earlier sweep says: per engine its per-launch suite overhead (`assumed_overhead_s`) and
+# decode tok/s at concurrency 1 (`assumed_tps`), scaled by c ** RATE_EXPONENT for a level of c, and
+# the request-to-request tok/s spread.
 ASSUMED_SETUP_S = 30.0  # the plan, preflight and install before the first launch
 ASSUMED_TPS = {name: e.assumed_tps for name, e in ENGINES.items()}
 RATE_EXPONENT = 0.5
@@ -323,8 +322,8 @@ def parts(
         assumed.append(f"load up to the health timeout, {health_timeout_s:.0f} s")
     overhead = h.overhead_s
     if overhead is None:
-        overhead = ASSUMED_OVERHEAD_S
-        assumed.append(f"{ASSUMED_OVERHEAD_S:.0f} s suite overhead per launch")
+        overhead = ENGINES[engine].assumed_overhead_s
+        assumed.append(f"{overhead:.0f} s suite overhead per launch")
     setup = h.setup_s
     if setup is None:
         setup = ASSUMED_SETUP_S
