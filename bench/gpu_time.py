@@ -161,7 +161,7 @@ def sweep(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float, new: bool
     launches = [(s["id"], s["launch"], draw(rng, t, [s["id"]], requests, launch_sd)) for s in ordered]
     first = step(launches, known)
     if new:
-        chosen = prior.finalists(first, prior.candidates(grid, bool(closing), known), known)
+        chosen = prior.finalists(first, launchprior.candidates(grid, bool(closing), known), known)
     else:
         chosen = sorted(
             {c for call in close_calls(first, known) for c in [*call.best, *call.rivals]} - {"baseline"}

@@ -19,7 +19,7 @@ clearly behind is decided by its one launch, and nothing is relaunched for it.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from pathlib import Path
 
 import pandas as pd
@@ -61,14 +61,6 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
         source=f"{len(used)} earlier sweep(s) on {host} ({', '.join(used)}), {df:.0f} df",
         from_history=True,
     )
-
-
-def candidates(configs: Iterable[tuple[str, bool]], closing: bool, prior: LaunchPrior | None) -> list[str]:
-    """The configs (id, speculative) the finalists are chosen from: the speculative ones; the
-    baseline too where the host's history spared it its again-launch (no `closing` launch), so a
-    close call it is part of relaunches it as any config."""
-    baseline_too = not closing and prior is not None and prior.from_history
-    return [cid for cid, speculative in configs if speculative or baseline_too]
 
 
 def finalists(step: pd.DataFrame, candidates: Collection[str], prior: LaunchPrior | None) -> list[str]:

@@ -265,7 +265,7 @@ def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
 class Parts:
     """An estimate's parts, seconds per host."""
 
-    launches: int
+    launches: float  # close-call finalists counted at even odds (analysis.sweep.plan.expected_launches)
     setup_s: float
     load_s: float
     overhead_s: float
@@ -276,7 +276,11 @@ class Parts:
     @property
     def total_s(self) -> float:
         """The whole sweep on one host."""
-        return self.setup_s + self.launches * (self.load_s + self.overhead_s + self.bench_s)
+        return self.total_at(self.launches)
+
+    def total_at(self, launches: float) -> float:
+        """The sweep on one host had it made `launches` launches (the span of its finalists)."""
+        return self.setup_s + launches * (self.load_s + self.overhead_s + self.bench_s)
 
 
 def parts(
@@ -284,7 +288,7 @@ def parts(
     engine: str,
     levels: Sequence[Level],
     m: Measure,
-    launches: int,
+    launches: float,
     health_timeout_s: float,
     cpu_now: tuple[float, float] | None = None,
 ) -> Parts:
@@ -373,4 +377,7 @@ def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
         free = statistics.median(had)
         medians += f"; the server had {free:.2f} core(s) (estimated {planned['cpu_free']:.2f})"
     off = took / planned["seconds"] - 1
-    return f"estimate {planned['seconds']:.0f} s, took {took:.0f} s ({off:+.0%}){medians}"
+    least, most = planned.get("seconds_least"), planned.get("seconds_most")
+    shown = least is not None and least != most
+    span = f" ({least:.0f} to {most:.0f} s as the finalists go)" if shown else ""
+    return f"estimate {planned['seconds']:.0f} s{span}, took {took:.0f} s ({off:+.0%}){medians}"

@@ -122,8 +122,15 @@ class Estimate(_Part, kw_only=True):
     """How long the sweep takes (analysis.sweep.plan.estimate)."""
 
     configs: int
-    launches_per_host: int
+    # Launches a host makes as the estimate counts them (close-call finalists at even odds), and
+    # their least and most (analysis.sweep.plan.launches_per_host); None in older plans.
+    launches_per_host: float
+    launches_least: int | None = None
+    launches_most: int | None = None
     seconds: float | None  # None: no earlier sweep of this engine to time
+    # The whole sweep at the least and the most launches; None in older plans.
+    seconds_least: float | None = None
+    seconds_most: float | None = None
     # Its parts, per launch but setup (analysis.sweep.estimate.Parts); None in older plans.
     setup_s: float | None = None
     load_s: float | None = None

@@ -8,6 +8,7 @@ table's verdicts (analysis.report.compare.verdict_ci). Where no history has one,
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import msgspec
 
@@ -42,6 +43,14 @@ FINALIST_LAUNCHES = 2
 # The baseline again after every this many other launches and at the end, where the setting is not
 # given and the host has no launch spread from history (docs/trust.md).
 BASELINE_EVERY = 10
+
+
+def candidates(configs: Iterable[tuple[str, bool]], closing: bool, prior: LaunchPrior | None) -> list[str]:
+    """The configs (id, speculative) the finalists are chosen from: the speculative ones; the
+    baseline too where the host's history spared it its again-launch (no `closing` launch), so a
+    close call it is part of relaunches it as any config."""
+    baseline_too = not closing and prior is not None and prior.from_history
+    return [cid for cid, speculative in configs if speculative or baseline_too]
 
 
 def baseline_every(given: int | None, prior: LaunchPrior | None) -> int:

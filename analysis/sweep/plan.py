@@ -180,11 +180,14 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     ]
 
 
-def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request) -> int:
-    """Launches one host makes: each of `launches`, the baseline's again, the finalists; a search's
-    probes at most all. Finalists: on an assumed launch spread (25%) nearly every config is within
-    noise of the best, so all of them; on a host's known spread one (a close call's best and rival,
-    or a clear decision's none: analysis.running.prior)."""
+def launches_per_host(
+    configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request
+) -> tuple[int, int]:
+    """Launches one host makes, as (certain, on a close call at most): each of `launches`, the
+    baseline's again, the finalists; a search's probes at most all. Finalists: on an assumed launch
+    spread (25%) nearly every config is within noise of the best, so all of them, certain; on a
+    host's known spread a close call's best and rivals among the candidates (launchprior.candidates),
+    a clear decision none (analysis.running.prior): launches that may not happen."""
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
     plans = list(hosts.values())
@@ -195,9 +198,21 @@ def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], 
     else:
         shared = sum(s.speculative for s in slots)
         shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
+    if not request["finalists"] or spec == 0 or request["search"]:
+        return own + shared, 0
     known = bool(plans) and all(p.launch_prior and p.launch_prior.from_history for p in plans)
-    finalists = (1 if known else shared) if request["finalists"] and spec > 0 and not request["search"] else 0
-    return own + shared + finalists
+    if not known:
+        return own + shared + shared, 0
+    offered = launchprior.candidates(
+        ((c.id, c.speculative) for c in configs), bool(plans[0].closing), plans[0].launch_prior
+    )
+    return own + shared, len(offered) if len(offered) >= 2 else 0
+
+
+def expected_launches(certain: int, close_call: int) -> float:
+    """The launches an estimate counts: the certain ones and, at even odds, a close call's pair (the
+    best and a rival) launched again: whether a decision is close is known only once it is measured."""
+    return certain + min(2, close_call) / 2
 
 
 def _levels(request: Request, traffic: Mapping[str, Any] | None) -> list[est.Level]:
@@ -235,7 +250,8 @@ def estimate(
 ) -> dict[str, Any]:
     """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
     `cpu`: per host, cpu_now's figure."""
-    per_host = launches_per_host(configs, hosts, request)
+    certain, close_call = launches_per_host(configs, hosts, request)
+    per_host = expected_launches(certain, close_call)
     measure = est.Measure(
         repeats=request["repeats"],
         warmup=request["warmup"],
@@ -254,12 +270,15 @@ def estimate(
         )
         for n, h in hosts.items() if h.server
     ]  # fmt: skip
+    span = {"launches_per_host": per_host, "launches_least": certain, "launches_most": certain + close_call}
     if not estimates:
-        return {"configs": len(configs), "launches_per_host": per_host, "seconds": None, "text": "unknown"}
+        return {"configs": len(configs), **span, "seconds": None, "text": "unknown"}
     p = max(estimates, key=lambda e: e.total_s)
+    least, most = p.total_at(certain), p.total_at(certain + close_call)
+    span_text = f", {duration(least)} to {duration(most)} as the finalists go" if close_call else ""
     text = (
-        f"about {duration(p.total_s)} (setup {p.setup_s:.0f} s + {per_host} x (load {p.load_s:.0f} s "
-        f"+ suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
+        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host:g} x (load "
+        f"{p.load_s:.0f} s + suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
     )
     text += f"; assumed: {', '.join(p.assumptions)}" if p.assumptions else ""
     warning = (
@@ -267,8 +286,10 @@ def estimate(
     )
     return {
         "configs": len(configs),
-        "launches_per_host": per_host,
+        **span,
         "seconds": p.total_s,
+        "seconds_least": least,
+        "seconds_most": most,
         "setup_s": p.setup_s,
         "load_s": p.load_s,
         "overhead_s": p.overhead_s,
@@ -558,9 +579,19 @@ def summary(sweep: Mapping[str, Any]) -> str:
     )
     return (
         f"sweep {sweep['id']}: {len(ids)} config(s) ({shown}) on {', '.join(sweep['hosts'])}{traffic}, "
-        f"{est['launches_per_host']} launch(es) per host, {est['text']}; results in {sweep['dir']}; "
+        f"{launch_count(est)}, {est['text']}; results in {sweep['dir']}; "
         f"{ordered}"
     )
+
+
+def launch_count(est: Mapping[str, Any]) -> str:
+    """ "4 launch(es) per host", or where finalists are launched again on a close call only
+    "3.5 launch(es) per host (3 to 4: ...)"."""
+    said = f"{est['launches_per_host']:g} launch(es) per host"
+    least, most = est.get("launches_least"), est.get("launches_most")
+    if least is None or least == most:
+        return said
+    return f"{said} ({least} to {most}: finalists launch again on a close call only, counted at even odds)"
 
 
 def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:

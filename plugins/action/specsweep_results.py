@@ -27,7 +27,7 @@ from analysis.facts.schema import SchemaError, load_fact, to_dict
 from analysis.files import write_json_atomic
 from analysis.report import closecall
 from analysis.running import prior, progress, race
-from analysis.sweep import hostplan, lease, order, outcome, sweeplock
+from analysis.sweep import hostplan, launchprior, lease, order, outcome, sweeplock
 from analysis.sweep.config import Config
 from analysis.sweep.hostplan import HostPlan, Slot
 
@@ -201,7 +201,7 @@ class ActionModule(ActionBase):
         position = {e.config.id: i for i, e in enumerate(host_plan.entries)}
         entry = {
             c: position[c]
-            for c in prior.candidates(speculative.items(), bool(host_plan.closing), launch_prior)
+            for c in launchprior.candidates(speculative.items(), bool(host_plan.closing), launch_prior)
         }
         searched = {e.config.id for e in host_plan.entries if e.searched}
         host_dir = Path(where["dir"], where.get("follows") or where["host"])

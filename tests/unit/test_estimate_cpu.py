@@ -87,3 +87,15 @@ def test_the_end_of_sweep_line_says_the_cores_the_server_had_against_the_estimat
     # An estimate that did not see the load (a remote host, a GPU engine) says nothing of it.
     assert "core" not in est.versus({"estimate": {**planned, "cpu_free": None}, "run_started_at": 0.0},
                                     tmp_path / "old", 150.0)  # fmt: skip
+
+
+def test_the_end_of_sweep_line_says_the_span_of_launches_the_finalists_could_make(tmp_path: Path) -> None:
+    # A known launch spread: finalists only on a close call, so the plan had a span around its count.
+    planned = {"seconds": 2301.0, "seconds_least": 1539.0, "seconds_most": 3063.0}
+    line = est.versus({"estimate": planned, "run_started_at": 0.0}, tmp_path / "none", 1596.0)
+    assert line == "estimate 2301 s (1539 to 3063 s as the finalists go), took 1596 s (-31%)"
+    # Certain launches (an assumed spread, or no finalists): no span.
+    same = {**planned, "seconds_least": 2301.0, "seconds_most": 2301.0}
+    assert est.versus({"estimate": same, "run_started_at": 0.0}, tmp_path / "none", 1596.0) == (
+        "estimate 2301 s, took 1596 s (-31%)"
+    )

@@ -195,9 +195,22 @@ def test_the_plan_says_the_spread_its_source_and_the_finalists_it_relaunches(tmp
     assert f"h0: launch spread {recorded['cv_pct']:.1f}% from 1 earlier sweep(s) on h0 (old), 1 df" in said
     assert "only the best and its rivals of a closer call are launched again (0 to 2)" in said
     assert said.splitlines()[1] in plan.describe(plan.document(built))
-    # The estimate counts one finalist where the spread is known, every one where it is assumed.
-    assert built["sweep"]["estimate"]["launches_per_host"] == 3 + 1
+    # The estimate counts every finalist where the spread is assumed; where it is known, a close
+    # call's pair at even odds (one launch), and says the span: none (a clear decision) to every
+    # candidate (the baseline too: no baseline-again launch here).
+    known = built["sweep"]["estimate"]
+    assert (known["launches_per_host"], known["launches_least"], known["launches_most"]) == (3 + 1, 3, 6)
+    assert "4 launch(es) per host (3 to 6: finalists launch again on a close call only" in said
+    assert known["seconds_least"] < known["seconds"] < known["seconds_most"]
+    assert " to " in known["text"].split("(setup")[0] and "as the finalists go" in known["text"]
     assert no_history["sweep"]["estimate"]["launches_per_host"] == 3 + 2
+    assert "5 launch(es) per host, about" in plan.headline(no_history["sweep"], no_history["hosts"])
+    # One speculative config at a known spread: a close call with the baseline relaunches both.
+    one = plan.build(request.read({**ONE_LAUNCH_EACH, "steps": "1", "finalists": "true"}), {"h0": llama()},
+                     IDENTITY, tmp_path / "r", history)  # fmt: skip
+    spans = one["sweep"]["estimate"]
+    assert (spans["launches_per_host"], spans["launches_least"], spans["launches_most"]) == (3, 2, 4)
+    assert "+ 3 x (load" in spans["text"], spans["text"]
     # No finalists and no racing: nothing to say.
     quiet_request = request.read({**ONE_LAUNCH_EACH, "steps": "1,2"})
     quiet = plan.build(quiet_request, {"h0": llama()}, IDENTITY, tmp_path / "r", history)
