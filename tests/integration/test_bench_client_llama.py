@@ -118,7 +118,9 @@ def test_speculative_runs_are_measured_and_fit_the_schema(llama_url: str, tmp_pa
         if run.concurrency == 1:
             assert load.queued_max == 0, load
         else:
-            assert load.queued_max == 1 and load.queued_mean > 0.5, load
+            # Seen waiting: the mean over a few 0.5 s samples is noise on a loaded machine (a sample
+            # at a hand-over between requests sees none waiting; CI once had 3 of 6 at 0.5).
+            assert load.queued_max == 1 and load.queued_mean > 0, load
         for req in run.requests:
             seen = f"{req.prompt_id}: {req}"
             assert req.error is None, seen
