@@ -265,7 +265,7 @@ def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
 class Parts:
     """An estimate's parts, seconds per host."""
 
-    launches: float  # close-call finalists counted at even odds (analysis.sweep.plan.expected_launches)
+    launches: int
     setup_s: float
     load_s: float
     overhead_s: float
@@ -278,7 +278,7 @@ class Parts:
         """The whole sweep on one host."""
         return self.total_at(self.launches)
 
-    def total_at(self, launches: float) -> float:
+    def total_at(self, launches: int) -> float:
         """The sweep on one host had it made `launches` launches (the span of its finalists)."""
         return self.setup_s + launches * (self.load_s + self.overhead_s + self.bench_s)
 
@@ -288,7 +288,7 @@ def parts(
     engine: str,
     levels: Sequence[Level],
     m: Measure,
-    launches: float,
+    launches: int,
     health_timeout_s: float,
     cpu_now: tuple[float, float] | None = None,
 ) -> Parts:

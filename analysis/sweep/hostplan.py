@@ -122,9 +122,9 @@ class Estimate(_Part, kw_only=True):
     """How long the sweep takes (analysis.sweep.plan.estimate)."""
 
     configs: int
-    # Launches a host makes as the estimate counts them (close-call finalists at even odds), and
+    # Launches a host makes as the estimate counts them (a close call's finalists at even odds), and
     # their least and most (analysis.sweep.plan.launches_per_host); None in older plans.
-    launches_per_host: float
+    launches_per_host: int
     launches_least: int | None = None
     launches_most: int | None = None
     seconds: float | None  # None: no earlier sweep of this engine to time

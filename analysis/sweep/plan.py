@@ -209,12 +209,6 @@ def launches_per_host(
     return own + shared, len(offered) if len(offered) >= 2 else 0
 
 
-def expected_launches(certain: int, close_call: int) -> float:
-    """The launches an estimate counts: the certain ones and, at even odds, a close call's pair (the
-    best and a rival) launched again: whether a decision is close is known only once it is measured."""
-    return certain + min(2, close_call) / 2
-
-
 def _levels(request: Request, traffic: Mapping[str, Any] | None) -> list[est.Level]:
     """What one launch sends, in the client's order: per workload and level, units, turns, tokens."""
     sets = [(s["name"], s["records"], s["turns"] / s["records"]) for s in (traffic or {}).get("sets", [])]
@@ -251,7 +245,9 @@ def estimate(
     """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
     `cpu`: per host, cpu_now's figure."""
     certain, close_call = launches_per_host(configs, hosts, request)
-    per_host = expected_launches(certain, close_call)
+    # A close call's pair (the best and a rival) at even odds: one launch. Whether a decision is close
+    # is known only once it is measured; the span below says the least and the most.
+    per_host = certain + (1 if close_call else 0)
     measure = est.Measure(
         repeats=request["repeats"],
         warmup=request["warmup"],
@@ -277,7 +273,7 @@ def estimate(
     least, most = p.total_at(certain), p.total_at(certain + close_call)
     span_text = f", {duration(least)} to {duration(most)} as the finalists go" if close_call else ""
     text = (
-        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host:g} x (load "
+        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host} x (load "
         f"{p.load_s:.0f} s + suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
     )
     text += f"; assumed: {', '.join(p.assumptions)}" if p.assumptions else ""
@@ -586,8 +582,8 @@ def summary(sweep: Mapping[str, Any]) -> str:
 
 def launch_count(est: Mapping[str, Any]) -> str:
     """ "4 launch(es) per host", or where finalists are launched again on a close call only
-    "3.5 launch(es) per host (3 to 4: ...)"."""
-    said = f"{est['launches_per_host']:g} launch(es) per host"
+    "3 launch(es) per host (2 to 4: ...)"."""
+    said = f"{est['launches_per_host']} launch(es) per host"
     least, most = est.get("launches_least"), est.get("launches_most")
     if least is None or least == most:
         return said
