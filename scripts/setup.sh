@@ -1,15 +1,28 @@
 #!/usr/bin/env bash
-# Set up a controller: the Python venv (.venv) with the pinned controller packages, and,
-# when run as root on Debian/Ubuntu, the system packages the tests use (SSH test hosts in
+# Set up a controller: the Python venv (.venv) with the pinned controller packages; with --tests,
+# when run as root on Debian/Ubuntu, also the system packages the tests use (SSH test hosts in
 # network namespaces, a systemd-nspawn host, systemd's unit checker, promtool, a headless browser).
-# Idempotent; the inference engine itself is installed by the llama_server role on each host.
+# The demo sweep needs none of them. --system: those system packages only (CI installs them in the
+# background while the venv and the demo run). Idempotent; the inference engine itself is installed
+# by the llama_server role on each host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+case "${1:-}" in
+  "") venv=1 system=0 ;;
+  --tests) venv=1 system=1 ;;
+  --system) venv=0 system=1 ;;
+  *) echo "usage: scripts/setup.sh [--tests | --system]" >&2; exit 2 ;;
+esac
+
 APT_PACKAGES=(openssh-server iproute2 util-linux systemd systemd-container debootstrap prometheus chromium)
 
-if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
-  missing=()
+system_packages() {
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    echo "setup: not root (or no apt): skipping ${APT_PACKAGES[*]} (the tests need them: SSH test hosts, promtool, chromium)"
+    return
+  fi
+  local missing=() pkg
   for pkg in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
@@ -18,8 +31,13 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
-else
-  echo "setup: not root (or no apt): skipping ${APT_PACKAGES[*]} (the tests need them: SSH test hosts, promtool, chromium)"
+}
+
+if [ "$system" -eq 1 ]; then
+  system_packages
+fi
+if [ "$venv" -eq 0 ]; then
+  exit 0
 fi
 
 python=python3.11

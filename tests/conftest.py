@@ -79,7 +79,7 @@ def make_ssh_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeHos
     if problems:  # fail, never skip: CI must provide these
         pytest.fail(
             "SSH test hosts need: " + "; ".join(problems)
-            + f" (run as root; apt-get install -y {' '.join(APT_PACKAGES)})",
+            + f" (as root: scripts/setup.sh --tests, or apt-get install -y {' '.join(APT_PACKAGES)})",
             pytrace=False,
         )  # fmt: skip
     started: list[NetnsHosts] = []
@@ -149,7 +149,7 @@ def make_systemd_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Make
     if problems:  # fail, never skip: CI must provide these
         pytest.fail(
             "systemd test hosts need: " + "; ".join(problems)
-            + f" (run as root; apt-get install -y {' '.join(NSPAWN_APT_PACKAGES)})",
+            + f" (as root: scripts/setup.sh --tests, or apt-get install -y {' '.join(NSPAWN_APT_PACKAGES)})",
             pytrace=False,
         )  # fmt: skip
     started: list[NspawnHost] = []

@@ -21,7 +21,7 @@ def test_the_readme_is_short_and_opens_with_the_two_commands() -> None:
     # .ci/run runs exactly the README's first two commands: the demo sweep, then the tests.
     assert [b.strip() for b in blocks[:2]] == [
         "scripts/setup.sh && .venv/bin/ansible-playbook sweep.yml -e steps=1",
-        "scripts/setup.sh && .venv/bin/pytest",
+        "scripts/setup.sh --tests && .venv/bin/pytest",
     ]
     assert all(b.strip() in ci for b in blocks[:2])
 
