@@ -17,7 +17,7 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     run = run_sweep(
         sweep_inventory, "--limit", "sshost1", "-e", "steps=1", "-e", "launches=2", "-e", "order=random",
         "-e", "order_seed=1", "-e", "baseline_every=10", "-e", "repeats=2", "-e", "max_tokens=16",
-        "-e", "warmup=0", "-e", "bench_requests=2",
+        "-e", "warmup=0", "-e", "bench_requests=2", "-e", "prefetch=true",
     )  # fmt: skip
     assert run.proc.returncode == 0, run.output[-4000:]
     sweep = json.loads((run.sweep_dir / "sweep.json").read_text())
