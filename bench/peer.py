@@ -138,6 +138,9 @@ def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurre
             "--dataset-sampling-strategy", "sequential", "--request-count", str(len(prompts)),
             "--concurrency", str(concurrency), "--warmup-request-count", "1", "--tokenizer", str(tokenizer),
             "--use-server-token-count", "--connection-reuse-strategy", "never", "--ui-type", "none",
+            # Its scraper of the server's /metrics is not compared, and on a busy 2-core machine it
+            # missed heartbeats and ended the run (exit 1, 2026-12-06).
+            "--no-server-metrics",
             "--extra-inputs", json.dumps(extra), "--output-artifact-dir", str(out)]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=work)
     if done.returncode != 0:
