@@ -35,9 +35,8 @@ TEST_PROMPTS = REPO / "tests" / "integration" / "prompts" / "short.jsonl"
 # One launch per config in grid order, as these tests were written for (later -e wins): each
 # launch costs CI time; test_sweep_trust.py runs the launches, the shuffle and the baseline again,
 # and the checkpoint read ahead during each benchmark (one more module call per launch here).
-ONE_LAUNCH_EACH = (
-    *("-e", "order=grid", "-e", "baseline_every=0", "-e", "finalists=false", "-e", "prefetch=false"),
-)
+ONE_LAUNCH_EACH = ("-e", "order=grid", "-e", "baseline_every=0", "-e", "finalists=false",
+                   "-e", "prefetch=false")  # fmt: skip
 
 
 # Enough to prove a config ran and was recorded: one short repeat, one request per test prompt (by
