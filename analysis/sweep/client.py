@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analysis.engines.preflight import file_digests
-
 CLIENTS = ("specsweep", "sglang")
 
 
@@ -101,11 +99,11 @@ def load_options(s: Mapping[str, Any]) -> list[str]:
     return [f"{flag}={s[key]}" for key, flag in LOAD_OPTIONS.items() if s.get(key) not in (None, "")]
 
 
-def installed_files(install: Mapping[str, Any]) -> dict[str, str]:
-    """Each of the benchmark role's `files` at its host path under `work_dir` with the sha1 of its
-    controller text (`texts`, in the files' order): what specsweep_host_facts compares, so a host
-    that has them all copies nothing."""
+def install_files(install: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The benchmark role's `files` as specsweep_files installs them: each at its host path under
+    `work_dir`, with its mode and its controller text (`texts`, in the files' order)."""
     texts: Sequence[str] = install["texts"]
-    return file_digests(
-        {f"{install['work_dir']}/{f['dest']}": text for f, text in zip(install["files"], texts, strict=True)}
-    )
+    return [
+        {"dest": f"{install['work_dir']}/{f['dest']}", "mode": f["mode"], "content": text}
+        for f, text in zip(install["files"], texts, strict=True)
+    ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 # The suite's own Python (installed in the venv by scripts/setup.sh).
-from analysis.sweep.client import client_argv, installed_files, launch_argv
+from analysis.sweep.client import client_argv, install_files, launch_argv
 
 
 class FilterModule:
@@ -16,5 +16,5 @@ class FilterModule:
         return {
             "specsweep_client_argv": client_argv,
             "specsweep_client_launch": launch_argv,
-            "specsweep_installed_files": installed_files,
+            "specsweep_install_files": install_files,
         }

@@ -3,7 +3,6 @@ used to build, the one the plan builds per host, and one both clients' own parse
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from types import ModuleType
 from typing import Any
@@ -130,7 +129,7 @@ def test_the_filter_hands_the_role_these_functions() -> None:
     expected = {
         "specsweep_client_argv": client_argv,
         "specsweep_client_launch": launch_argv,
-        "specsweep_installed_files": client.installed_files,
+        "specsweep_install_files": client.install_files,
     }
     assert filters == expected
 
@@ -183,12 +182,15 @@ def test_the_stopping_rule_reaches_specsweeps_client_only() -> None:
     assert not [a for a in sglang if a.startswith(("--ci-pct", "--min-requests", "--level-budget-s"))]
 
 
-def test_the_installed_files_are_named_at_their_host_path_with_their_sha1() -> None:
-    files = [{"src": "bench.py", "dest": "bench.py"}, {"src": "/p.jsonl", "dest": "p.jsonl"}]
-    got = client.installed_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["print(1)\n", "é\n"]})
-    assert got == {
-        "/var/tmp/b/bench.py": hashlib.sha1(b"print(1)\n").hexdigest(),
-        "/var/tmp/b/p.jsonl": hashlib.sha1("é\n".encode()).hexdigest(),
-    }, got
+def test_the_installed_files_are_named_at_their_host_path_with_their_mode_and_text() -> None:
+    files = [
+        {"src": "bench.py", "dest": "bench.py", "mode": "0644"},
+        {"src": "/p.jsonl", "dest": "p.jsonl", "mode": "0600"},
+    ]
+    got = client.install_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["print(1)\n", "é\n"]})
+    assert got == [
+        {"dest": "/var/tmp/b/bench.py", "mode": "0644", "content": "print(1)\n"},
+        {"dest": "/var/tmp/b/p.jsonl", "mode": "0600", "content": "é\n"},
+    ], got
     with pytest.raises(ValueError):
-        client.installed_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["one text, two files"]})
+        client.install_files({"files": files, "work_dir": "/var/tmp/b", "texts": ["one text, two files"]})
