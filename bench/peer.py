@@ -15,7 +15,10 @@ own vocabulary (transformers' GGUF tokenizer mapping), so nothing is downloaded.
 Definitions (docs/results.md): TTFT; per-token latency TPOT = (e2e - TTFT) / (output tokens - 1)
 per request (AIPerf's inter_token_latency); per-request speed, the suite's decode tok/s and AIPerf's
 output_token_throughput_per_user; e2e; total output tok/s (the suite's over its measured window,
-AIPerf's over its run). Each figure is the p50 over requests, then the median over rounds.
+AIPerf's over its run). Each figure is the p50 over requests, then the median over rounds. The
+"paired gap" is the median over rounds of each round's gap, the two clients' turns next to each
+other in time: on a machine whose speed drifts between minutes it is the steadier comparison;
+"round cv" (specsweep/aiperf) says how much one client's rounds varied.
 
     python3.11 -m venv /tmp/aiperf && /tmp/aiperf/bin/pip install aiperf gguf
     nice -n 10 .venv/bin/python bench/peer.py --aiperf /tmp/aiperf/bin/aiperf [--levels 1,4] [--rounds 2]
@@ -157,10 +160,13 @@ def theirs(aiperf: str, tokenizer: Path, url: str, prompts: list[dict], concurre
     return whole, in_suite_window(out / "profile_export.jsonl", concurrency)
 
 
-def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> dict[tuple[str, int, str], dict]:
-    """(config, level, client) -> each figure's median over the rounds."""
+Rounds = dict[tuple[str, int, str], list[dict[str, float]]]
+
+
+def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> Rounds:
+    """(config, level, client) -> each round's figures, in round order."""
     records = [json.loads(line) for line in PROMPTS.read_text().splitlines() if line.strip()]
-    rounds: dict[tuple[str, int, str], list[dict[str, float]]] = {}
+    rounds: Rounds = {}
     for config in args.configs:
         server, url = start_server(args.engine_python, args.model, max(args.levels), work / f"{config}.log",
                                    CONFIGS[config])  # fmt: skip
@@ -183,21 +189,40 @@ def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> dict[tuple
         finally:
             server.terminate()  # the server this script started
             server.wait(timeout=60)
-    return {
-        key: {f: statistics.median(r[f] for r in runs) for f, _, _ in FIGURES} for key, runs in rounds.items()
-    }
+    return rounds
 
 
-def table(figures: dict[tuple[str, int, str], dict], args: argparse.Namespace) -> str:
-    """Both clients' figures per config and level, the gap between them, then the s1 / baseline ratios."""
+def medians(rounds: Rounds) -> dict[tuple[str, int, str], dict[str, float]]:
+    """(config, level, client) -> each figure's median over the rounds."""
+    return {key: {f: statistics.median(r[f] for r in runs) for f, _, _ in FIGURES}
+            for key, runs in rounds.items()}  # fmt: skip
+
+
+def paired_gap(ours: list[dict[str, float]], theirs: list[dict[str, float]], figure: str) -> float:
+    """The median over rounds of one round's gap, %: the two turns of a round ran one after the other."""
+    return statistics.median((a[figure] / b[figure] - 1) * 100 for a, b in zip(ours, theirs, strict=True))
+
+
+def cv(runs: list[dict[str, float]], figure: str) -> float:
+    """How much one client's rounds varied: their standard deviation over their mean, %."""
+    values = [r[figure] for r in runs]
+    return statistics.stdev(values) / statistics.fmean(values) * 100 if len(values) > 1 else 0.0
+
+
+def table(rounds: Rounds, args: argparse.Namespace) -> str:
+    """Both clients' figures per config and level, the gaps between them, then the s1 / baseline ratios."""
+    figures = medians(rounds)
     head = ["config", "c", "client", *(h for _, h, _ in FIGURES)]
     rows = []
     for config in args.configs:
         for level in args.levels:
             a, b = figures[(config, level, "specsweep")], figures[(config, level, "aiperf")]
+            ra, rb = rounds[(config, level, "specsweep")], rounds[(config, level, "aiperf")]
             rows.append([config, str(level), "specsweep", *(format(a[f], fmt) for f, _, fmt in FIGURES)])
             rows.append([config, str(level), "aiperf", *(format(b[f], fmt) for f, _, fmt in FIGURES)])
             rows.append(["", "", "gap %", *(f"{(a[f] / b[f] - 1) * 100:+.1f}" for f, _, _ in FIGURES)])
+            rows.append(["", "", "paired gap %", *(f"{paired_gap(ra, rb, f):+.1f}" for f, _, _ in FIGURES)])
+            rows.append(["", "", "round cv %", *(f"{cv(ra, f):.0f}/{cv(rb, f):.0f}" for f, _, _ in FIGURES)])
             w = figures[(config, level, WHOLE)]
             rows.append(["", "", WHOLE, *(format(w[f], fmt) for f, _, fmt in FIGURES)])
     lines = _aligned(head, rows)
@@ -209,9 +234,13 @@ def table(figures: dict[tuple[str, int, str], dict], args: argparse.Namespace) -
             for f, header, _ in FIGURES[:-1]:
                 pct = [(figures[(spec, level, c)][f] / figures[("baseline", level, c)][f] - 1) * 100
                        for c in ("specsweep", "aiperf")]  # fmt: skip
-                apart = f"{pct[0] - pct[1]:+.1f}"
-                ratio_rows.append([str(level), header, f"{pct[0]:+.1f}", f"{pct[1]:+.1f}", apart])
-        lines += _aligned(["c", "figure", "specsweep", "aiperf", "points apart"], ratio_rows)
+                # The same from the paired gaps: specsweep's ratio is AIPerf's x (1 + g_s1) / (1 + g_base).
+                g = [1 + paired_gap(rounds[(c, level, "specsweep")], rounds[(c, level, "aiperf")], f) / 100
+                     for c in (spec, "baseline")]  # fmt: skip
+                paired = (1 + pct[1] / 100) * (g[0] / g[1] - 1) * 100
+                ratio_rows.append([str(level), header, f"{pct[0]:+.1f}", f"{pct[1]:+.1f}",
+                                   f"{pct[0] - pct[1]:+.1f}", f"{paired:+.1f}"])  # fmt: skip
+        lines += _aligned(["c", "figure", "specsweep", "aiperf", "points apart", "paired"], ratio_rows)
     return "\n".join(lines)
 
 
@@ -239,6 +268,7 @@ def main() -> int:
         help="requests per level: this many x c, at least one pass over the records",
     )
     parser.add_argument("--configs", default="baseline,s1")
+    parser.add_argument("--rounds-out", type=Path, help="write every round's figures here (JSON lines)")
     parser.add_argument("--engine-python", type=Path, default=CACHE / "llama.cpp-venv" / "bin" / "python")
     parser.add_argument("--model", type=Path, default=CACHE / "models" / "gemma-3-270m-q4_k_m.gguf")
     args = parser.parse_args()
@@ -251,11 +281,15 @@ def main() -> int:
         subprocess.run(
             [python, "-c", TOKENIZER, str(args.model), str(tokenizer)], capture_output=True, check=True
         )
-        figures = measure(args, tokenizer, work)
+        rounds = measure(args, tokenizer, work)
+    if args.rounds_out:
+        lines = [{"config": c, "level": lv, "client": n, "round": i + 1, **r}
+                 for (c, lv, n), runs in rounds.items() for i, r in enumerate(runs)]  # fmt: skip
+        args.rounds_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
     print(f"specsweep's client vs AIPerf, llama-server {args.model.name}, {args.max_tokens} tokens, "
           f"{PROMPTS.name}, {args.per_slot} requests per slot, median of {args.rounds} round(s) each;"
           " aiperf: its records over the suite's window (no ramp, no drain), then its summary")  # fmt: skip
-    print(table(figures, args))
+    print(table(rounds, args))
     return 0
 
 
