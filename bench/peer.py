@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -168,8 +169,13 @@ def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> Rounds:
     records = [json.loads(line) for line in PROMPTS.read_text().splitlines() if line.strip()]
     rounds: Rounds = {}
     for config in args.configs:
+        cpus = sorted(os.sched_getaffinity(0))
+        if args.pin:  # the server (and its threads) inherit the last CPU, then the clients the rest
+            os.sched_setaffinity(0, cpus[-1:])
         server, url = start_server(args.engine_python, args.model, max(args.levels), work / f"{config}.log",
                                    CONFIGS[config])  # fmt: skip
+        if args.pin:
+            os.sched_setaffinity(0, cpus[:-1])
         try:
             for level in args.levels:
                 # The client's own default (per slot x c, at least one pass over the records).
@@ -189,6 +195,7 @@ def measure(args: argparse.Namespace, tokenizer: Path, work: Path) -> Rounds:
         finally:
             server.terminate()  # the server this script started
             server.wait(timeout=60)
+            os.sched_setaffinity(0, cpus)
     return rounds
 
 
@@ -268,6 +275,12 @@ def main() -> int:
         help="requests per level: this many x c, at least one pass over the records",
     )
     parser.add_argument("--configs", default="baseline,s1")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="the server on the last CPU alone, both clients on the others (neither client's own CPU "
+        "use then slows the server it measures)",
+    )
     parser.add_argument("--rounds-out", type=Path, help="write every round's figures here (JSON lines)")
     parser.add_argument("--engine-python", type=Path, default=CACHE / "llama.cpp-venv" / "bin" / "python")
     parser.add_argument("--model", type=Path, default=CACHE / "models" / "gemma-3-270m-q4_k_m.gguf")
@@ -288,7 +301,8 @@ def main() -> int:
         args.rounds_out.write_text("".join(json.dumps(line) + "\n" for line in lines))
     print(f"specsweep's client vs AIPerf, llama-server {args.model.name}, {args.max_tokens} tokens, "
           f"{PROMPTS.name}, {args.per_slot} requests per slot, median of {args.rounds} round(s) each;"
-          " aiperf: its records over the suite's window (no ramp, no drain), then its summary")  # fmt: skip
+          " aiperf: its records over the suite's window (no ramp, no drain), then its summary"
+          + ("; the server alone on the last CPU, clients on the rest" if args.pin else ""))  # fmt: skip
     print(table(rounds, args))
     return 0
 
