@@ -205,9 +205,9 @@ def medians(rounds: Rounds) -> dict[tuple[str, int, str], dict[str, float]]:
             for key, runs in rounds.items()}  # fmt: skip
 
 
-def paired_gap(ours: list[dict[str, float]], theirs: list[dict[str, float]], figure: str) -> float:
+def paired_gap(suite: list[dict[str, float]], peer: list[dict[str, float]], figure: str) -> float:
     """The median over rounds of one round's gap, %: the two turns of a round ran one after the other."""
-    return statistics.median((a[figure] / b[figure] - 1) * 100 for a, b in zip(ours, theirs, strict=True))
+    return statistics.median((a[figure] / b[figure] - 1) * 100 for a, b in zip(suite, peer, strict=True))
 
 
 def cv(runs: list[dict[str, float]], figure: str) -> float:
@@ -287,6 +287,8 @@ def main() -> int:
     args = parser.parse_args()
     args.levels = [int(c) for c in args.levels.split(",")]
     args.configs = args.configs.split(",")
+    if args.pin and len(os.sched_getaffinity(0)) < 2:
+        parser.error("--pin needs two CPUs at least: one for the server, the rest for the clients")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         tokenizer = work / "tokenizer"
