@@ -60,7 +60,9 @@ def ratio_ci(point: pd.Series, se2: pd.Series, df: pd.Series) -> tuple[pd.Series
     se = np.sqrt(se2)
     # Identical repeats on both sides: zero spread, a zero-width interval (not an undefined one).
     half = (t975(df) * se).where(se > 0, 0.0).where(se.notna())
-    log_point = np.log(point)
+    # A ratio of 0 (goodput: no request within the SLOs) is -100% at both ends, not a warning.
+    with np.errstate(divide="ignore"):
+        log_point = np.log(point)
     return (np.exp(log_point - half) - 1.0) * 100.0, (np.exp(log_point + half) - 1.0) * 100.0
 
 

@@ -105,6 +105,7 @@ def test_goodput_without_an_slo_is_refused_before_anything_is_read(
     assert exit_.value.code == 2 and "invalid choice: 'latency'" in capsys.readouterr().err
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a zero goodput is -100%, not a log(0) warning
 def test_goodput_ranks_on_requests_within_the_slos(tmp_path: Path) -> None:
     # The baseline's first token comes after 0.9 s, s2's after 0.2 s: only s2 meets a 500 ms TTFT.
     facts = [
