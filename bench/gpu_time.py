@@ -18,12 +18,14 @@ Strategies:
   the sweep's level arithmetic): its order (analysis.sweep.order, the baseline again or not by
   analysis.sweep.launchprior.baseline_every), the finalists chosen on launch 1's step table (the
   report's, analysis.report.compare.step_table), and the decision the report's best per level over
-  every launch. "main": the rule before this change (the baseline again at the end; every close
+  every launch. "main": the rule before the prior (the baseline again at the end; every close
   call's best and speculative rivals relaunched once, analysis.report.closecall.close_calls).
-  "new": this branch's defaults (no baseline-again launch where the spread is from history; a close
-  call relaunched once, the baseline too, unless one more launch of each could not resolve it:
-  analysis.running.prior.finalists). The levels are one workload here (the two sets' requests
-  pooled): three groups to judge where the sweep would judge six (workload, level) groups.
+  "95%": the rule with the prior (no baseline-again launch where the spread is from history; a
+  close call relaunched once, the baseline too, unless one more launch of each could not resolve
+  it: analysis.running.prior.finalists) where a 95% interval makes a close call; "80%": today's
+  defaults, an 80% one (analysis.sweep.launchprior.FINALIST_CONFIDENCE). The levels are one
+  workload here (the two sets' requests pooled): three groups to judge where the sweep would judge
+  six (workload, level) groups.
 
 Columns: launches (mean), GPU h per decision (launches x (load + benchmark) x 8 GPUs), best (share
 of levels whose decision is the true best: the coverage), within 1% (share whose decision's true
@@ -147,12 +149,18 @@ def hand_loop(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float) -> tu
     return len(t), seen.groupby(level="config").mean().idxmax()
 
 
-def sweep(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float, new: bool) -> tuple[int, pd.Series]:
+def sweep(
+    rng: np.random.Generator,
+    t: pd.DataFrame,
+    launch_sd: float,
+    new: bool,
+    confidence: float = launchprior.FINALIST_CONFIDENCE,
+) -> tuple[int, pd.Series]:
     """The sweep's own rule on a host whose history knows its launch spread: its order (the
     baseline again or not, analysis.sweep.launchprior.baseline_every), the finalists chosen on launch
-    1's step table (analysis.running.prior), and the report's best per level over every launch.
-    new=False: main's rule before this change (baseline_every 10, every close call's best and rivals
-    relaunched, analysis.report.closecall.close_calls, futile or not; speculative configs only)."""
+    1's step table (analysis.running.prior, close calls at `confidence`), and the report's best per
+    level over every launch. new=False: main's rule before the prior (baseline_every 10, every 95%
+    close call's best and rivals relaunched, futile or not; speculative configs only)."""
     _, requests = bench_s(True)
     known = LaunchPrior(cv_pct=launch_sd * 100.0, df=HISTORY_DF, source="bench", from_history=True)
     every = launchprior.baseline_every(None if new else launchprior.BASELINE_EVERY, known)
@@ -161,10 +169,10 @@ def sweep(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float, new: bool
     launches = [(s["id"], s["launch"], draw(rng, t, [s["id"]], requests, launch_sd)) for s in ordered]
     first = step(launches, known)
     if new:
-        chosen = prior.finalists(first, launchprior.candidates(grid, bool(closing), known), known)
+        chosen = prior.finalists(first, launchprior.candidates(grid, bool(closing), known), known, confidence)
     else:
         chosen = sorted(
-            {c for call in close_calls(first, known) for c in [*call.best, *call.rivals]} - {"baseline"}
+            {c for call in close_calls(first, known, 0.95) for c in [*call.best, *call.rivals]} - {"baseline"}
         )
     for cid in [*chosen, *(s["id"] for s in closing)]:
         k = 1 + sum(cid == c for c, _, _ in launches)
@@ -178,7 +186,8 @@ Strategy = Callable[[np.random.Generator, pd.DataFrame, float], tuple[int, pd.Se
 STRATEGIES: dict[str, tuple[Strategy, bool]] = {
     "hand loop (6 launches, all records)": (hand_loop, False),
     "main: baseline again, close calls once": (partial(sweep, new=False), True),
-    "new: no baseline again, futile calls not": (partial(sweep, new=True), True),
+    "95%: no baseline again, futile calls not": (partial(sweep, new=True, confidence=0.95), True),
+    "80%: close and futile calls at 80% (default)": (partial(sweep, new=True), True),
 }
 
 
@@ -186,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--launch-sd", type=float, nargs="+", default=[0.005, 0.02, LAUNCH],
+                        help="launch spreads to price (fractions), e.g. 0.005 0.02")  # fmt: skip
     args = parser.parse_args(argv)
     t = truth()
     full, _ = bench_s(False)
@@ -198,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     header = f"{'launch sd':>9}  {'strategy':<44} {'launches':>8} {'GPU h':>6} {'best':>8} {'within 1%':>10}"
     print(header)
     print("-" * len(header))
-    for launch_sd in sorted({0.005, 0.02, LAUNCH}):
+    for launch_sd in sorted(set(args.launch_sd)):
         for name, (strategy, stopping) in STRATEGIES.items():
             rng = np.random.default_rng(args.seed)
             per_launch = LOAD_S + (short if stopping else full)

@@ -9,11 +9,12 @@ the prior is the stated assumption analysis.report.compare.LAUNCH_CV_PRIOR (25%,
 machine's), and the finalists are chosen as before it existed.
 
 Finalists with a known spread (Kalibera & Jones's point: spend repetitions where the variance
-is): a level's decision is close when a rival's interval against the best, each side allowing
-that spread, holds 0; then the best and those rivals are launched once more, unless the nearest
-rival is so close that one more launch of each could not tell them apart at that spread (futility:
-too close to call at this host's spread, said, not relaunched). A level where every rival is
-clearly behind is decided by its one launch, and nothing is relaunched for it.
+is): a level's decision is close when a rival's 80% interval against the best, each side allowing
+that spread, holds 0 (analysis.sweep.launchprior.FINALIST_CONFIDENCE); then the best and those
+rivals are launched once more, unless the nearest rival is so close that one more launch of each
+could not tell them apart at that spread and confidence (futility: too close to call at this host's
+spread, said, not relaunched). A level where every rival is clearly behind is decided by its one launch, and
+nothing is relaunched for it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pandas as pd
 
 from analysis.report.closecall import close_calls
 from analysis.running import race
-from analysis.sweep.launchprior import ASSUMED, LaunchPrior, tau2
+from analysis.sweep.launchprior import ASSUMED, FINALIST_CONFIDENCE, LaunchPrior, tau2
 
 SWEEPS_READ = 10  # earlier sweeps read, newest first (as analysis.sweep.estimate)
 
@@ -63,12 +64,18 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
     )
 
 
-def finalists(step: pd.DataFrame, candidates: Collection[str], prior: LaunchPrior | None) -> list[str]:
+def finalists(
+    step: pd.DataFrame,
+    candidates: Collection[str],
+    prior: LaunchPrior | None,
+    confidence: float = FINALIST_CONFIDENCE,
+) -> list[str]:
     """The candidates to launch once more, in order. With a spread from history: the best and its
     rivals at each level of a close call that one more launch of each could resolve, none at a
     level every rival clearly lost or one too close to call (close_calls). Without one: the best at
     every level and every config within noise of it (race.finalists, the rule before the prior)."""
     if prior is None or not prior.from_history:
         return race.finalists(step, candidates)
-    chosen = {c for call in close_calls(step, prior) if not call.futile for c in [*call.best, *call.rivals]}
+    calls = close_calls(step, prior, confidence)
+    chosen = {c for call in calls if not call.futile for c in [*call.best, *call.rivals]}
     return [c for c in candidates if c in chosen]

@@ -53,6 +53,6 @@ def test_the_bench_prints_each_strategy_at_each_launch_spread() -> None:
                           timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rows) == 3 * 3, done.stdout
+    assert len(rows) == 3 * 4, done.stdout
     hand = [r for r in rows if r[1] == "hand"]
     assert all(r[-4] == "6.0" for r in hand), done.stdout  # the hand loop's 6 launches, every trial

@@ -39,9 +39,10 @@ def judged(facts: list[Fact], p: LaunchPrior) -> list[Fact]:
 
 
 def test_a_small_known_spread_relaunches_only_the_close_call() -> None:
-    # One launch each: s1 141 tok/s the best, s4 134 (5.0% behind), s2 90 (36% behind).
+    # One launch each: s1 141 tok/s the best, s4 134 (5.0% behind) but unsteady over its repeats,
+    # s2 90 (36% behind).
     small = known(2.0)
-    step = race.table(judged([*FIRST[:3], launch(4, [134, 135, 133])], small))
+    step = race.table(judged([*FIRST[:3], launch(4, [128, 140, 134])], small))
     assert prior.finalists(step, ["s1", "s2", "s4"], small) == ["s1", "s4"]
     # The report's own interval says the same: s2 is clearly slower at that spread, s4 within it.
     s2, s4 = (step[step["config"] == c].iloc[0] for c in ("s2", "s4"))
@@ -49,16 +50,33 @@ def test_a_small_known_spread_relaunches_only_the_close_call() -> None:
     assert race.raced_out(step, "s2") is not None
 
 
+def test_a_rival_only_a_95_percent_interval_keeps_is_not_relaunched() -> None:
+    # s4 5.0% behind s1 with steady repeats: its 95% interval against the best just holds 0 (the
+    # verdict: within noise), its 80% one does not, so the one launch decides (FINALIST_CONFIDENCE);
+    # at the verdicts' 95% the pair would be relaunched.
+    small = known(2.0)
+    step = race.table(judged([*FIRST[:3], launch(4, [134, 135, 133])], small))
+    s4 = step[step["config"] == "s4"].iloc[0]
+    assert bool(s4["tie_best"]) and 0 < s4["vs_best_ci_hi"] < 2, s4["vs_best_ci_hi"]
+    assert prior.finalists(step, ["s1", "s2", "s4"], small) == []
+    assert prior.finalists(step, ["s1", "s2", "s4"], small, confidence=0.95) == ["s1", "s4"]
+    assert launchprior.close_gap_pct(small, 1, launchprior.FINALIST_CONFIDENCE) == pytest.approx(
+        launchprior.close_gap_pct(small) * 1.2816 / 1.96, rel=0.01
+    )
+
+
 def test_a_call_one_more_launch_cannot_resolve_is_too_close_to_call() -> None:
-    # s3 is 1.4% behind s1: at a 2% spread two launches of each resolve 4.0% or more, so its
-    # relaunch (main's rule: ["s1", "s3"]) is not made, and the run and the report say why.
+    # s3 is 1.4% behind s1: at a 2% spread two launches of each resolve 2.6% or more at 80% (4.0%
+    # at 95%), so its relaunch (main's rule: ["s1", "s3"]) is not made, and the run and the report
+    # say why.
     small = known(2.0)
     step = race.table(judged(FIRST, small))
     assert launchprior.close_gap_pct(small, launchprior.FINALIST_LAUNCHES) == pytest.approx(4.0, abs=0.1)
+    assert launchprior.close_gap_pct(small, 2, launchprior.FINALIST_CONFIDENCE) == pytest.approx(2.6, abs=0.1)
     assert prior.finalists(step, ["s1", "s2", "s3"], small) == []
     assert closecall.too_close(step, small) == [
         "c=1: s1, s3 too close to call at this host's spread (1.4% apart; 2 launches of each resolve "
-        "4.0% or more)"
+        "2.6% or more at 80%)"
     ]
     assert "s1, s3 too close to call" in prior_note(step, step.index.to_numpy())
     # At a spread a fifth as wide the same 1.4% is resolvable by one more launch: relaunched.
@@ -82,9 +100,9 @@ def test_a_clear_decision_at_a_known_spread_relaunches_nothing() -> None:
 
 def test_a_close_call_with_the_baseline_relaunches_it_and_the_config() -> None:
     small = known(2.0)
-    close = [launch(None, [100, 101, 99]), launch(1, [95, 96, 94]), launch(2, [60, 61, 59])]
-    # The baseline is the best, s1 5% behind: both are launched again (the action offers the baseline
-    # as a candidate where the history spared it its again-launch).
+    close = [launch(None, [100, 101, 99]), launch(1, [88, 102, 95]), launch(2, [60, 61, 59])]
+    # The baseline is the best, s1 5% behind and unsteady: both are launched again (the action offers
+    # the baseline as a candidate where the history spared it its again-launch).
     step = race.table(judged(close, small))
     assert prior.finalists(step, ["baseline", "s1", "s2"], small) == ["baseline", "s1"]
     assert prior.finalists(step, ["s1", "s2"], small) == ["s1"]
@@ -93,10 +111,10 @@ def test_a_close_call_with_the_baseline_relaunches_it_and_the_config() -> None:
 def test_the_finalists_action_relaunches_the_baseline_of_a_close_call_where_history_spared_it(
     tmp_path: Path,
 ) -> None:
-    # No closing baseline launch (the host's history): the baseline, best, and s1 5% behind are
-    # launched again; s2 is clearly behind. main's action offered only s1.
+    # No closing baseline launch (the host's history): the baseline, best, and s1 5% behind (and
+    # unsteady) are launched again; s2 is clearly behind. main's action offered only s1.
     host = tmp_path / "localhost"
-    close = [launch(None, [100, 101, 99]), launch(1, [95, 96, 94]), launch(2, [60, 61, 59])]
+    close = [launch(None, [100, 101, 99]), launch(1, [88, 102, 95]), launch(2, [60, 61, 59])]
     write(host, *judged(close, known(2.0)))  # as the plan's launch prior has each fact record it
     entries = [entry(config(steps)) for steps in (None, 1, 2)]
     plans = {"localhost": host_plan(entries, launch_prior=known(2.0))}
@@ -124,7 +142,7 @@ def test_without_history_the_finalists_are_chosen_as_before() -> None:
 
 
 def test_the_close_gap_grows_with_the_spread_and_its_uncertainty() -> None:
-    # 1.96 x sqrt(2) x 2% on a known spread: 5.4% behind the best is still a close call.
+    # At 95%, 1.96 x sqrt(2) x 2% on a known spread: 5.4% behind the best is within noise.
     assert launchprior.close_gap_pct(known(2.0, df=0)) == pytest.approx(5.4, abs=0.1)
     assert launchprior.close_gap_pct(known(2.0, df=3)) > launchprior.close_gap_pct(known(2.0, df=300))
     assert launchprior.close_gap_pct(known(10.0)) > launchprior.close_gap_pct(known(2.0))
@@ -273,7 +291,7 @@ def test_each_fact_records_the_spread_and_the_report_names_it(tmp_path: Path) ->
     assert prior_note(step, step.index.to_numpy()) == (
         "one launch per config, the baseline's too: verdicts allow a launch-to-launch CV of 4.2% "
         "(the host's earlier sweeps, 6 df; a sweep's drift included); c=1: s1, s3 too close to call "
-        "at this host's spread (1.4% apart; 2 launches of each resolve 9.8% or more)"
+        "at this host's spread (1.4% apart; 2 launches of each resolve 6.5% or more at 80%)"
     )
     # Assumed (the legend's) or measured by the sweep itself: no note.
     for facts in (judged(FIRST, launchprior.ASSUMED), judged([*FIRST, *SECOND], p)):
