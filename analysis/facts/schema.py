@@ -204,7 +204,8 @@ class BenchmarkSettings(_Part, kw_only=True):
     request_rate: float | None = None
     seed: int | None = None
     # A level that stops when it knows enough (docs/load.md): the tok/s CI half-width it stopped at,
-    # its minimum units and its time budget per level and repeat; None: every level sent its count.
+    # its minimum units and its time budget per level (its repeats shared it; before 2026-12-07 each
+    # repeat had it whole); None: every level sent its count.
     ci_pct: float | None = None
     min_requests: int | None = None
     level_budget_s: float | None = None

@@ -241,7 +241,7 @@ class Measure:
     duration_s: float | None  # bench_duration_s: this long
     ci_pct: float  # stop when the tok/s interval is this tight (0: off)
     min_requests: int
-    budget_s: float | None  # a level stops sending after this long
+    budget_s: float | None  # a level stops sending after this long, its repeats sharing it
     rate: float | None = None  # request_rate: units arrive this many per second (open loop)
 
 
@@ -257,7 +257,7 @@ def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
     # Open loop: the arrivals set the pace unless the server is slower than they are.
     seconds = max(units * per_unit, units / m.rate if m.rate else 0.0)
     if m.requests is None and m.budget_s is not None:
-        seconds = min(seconds, m.budget_s + per_unit * level.concurrency)
+        seconds = min(seconds, m.budget_s / m.repeats + per_unit * level.concurrency)
     return seconds
 
 

@@ -317,7 +317,12 @@ SETTINGS: tuple[Setting, ...] = (
         "stop a level when its tok/s 95% CI half-width is this % of it; 0 = send them all",
     ),
     Setting("bench_min_requests", one_int, 8, "a stopping level sends at least this many"),
-    Setting("bench_level_budget_s", positive_number, 60.0, "a stopping level sends for at most this long, s"),
+    Setting(
+        "bench_level_budget_s",
+        positive_number,
+        60.0,
+        "a stopping level sends for at most this long in all, s (its repeats share it)",
+    ),
     Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
     Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),
     Setting(

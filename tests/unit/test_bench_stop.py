@@ -76,7 +76,11 @@ def test_a_count_or_a_duration_keeps_its_meaning() -> None:
         "--max-tokens",
         "4",
     ]
-    assert bench.stopping(bench.parse_args(base)) == bench.Stop(3.0, 8, 60.0)
+    # The level's 60 s are shared by its 3 repeats (the default), and recorded as given.
+    stop = bench.stopping(bench.parse_args(base))
+    assert stop == bench.Stop(3.0, 8, 20.0)
+    assert bench.stop_settings(stop, 3)["level_budget_s"] == 60.0
+    assert bench.stopping(bench.parse_args([*base, "--repeats", "1"])) == bench.Stop(3.0, 8, 60.0)
     assert bench.stopping(bench.parse_args([*base, "--requests", "20"])) is None
     assert bench.stopping(bench.parse_args([*base, "--duration-s", "20"])) is None
-    assert bench.stop_settings(None) == {"ci_pct": None, "min_requests": None, "level_budget_s": None}
+    assert bench.stop_settings(None, 3) == {"ci_pct": None, "min_requests": None, "level_budget_s": None}

@@ -14,8 +14,9 @@ CHAT = est.Level("chat", 1, units=80, turns=2.0, tokens=96)
 ALL = est.Measure(
     repeats=3, warmup=1, requests=None, duration_s=None, ci_pct=0.0, min_requests=8, budget_s=None
 )
+# A level's budget is shared by its repeats: 180 s over 3 gives each repeat 60 s.
 STOP = est.Measure(
-    repeats=3, warmup=1, requests=None, duration_s=None, ci_pct=3.0, min_requests=8, budget_s=60.0
+    repeats=3, warmup=1, requests=None, duration_s=None, ci_pct=3.0, min_requests=8, budget_s=180.0
 )
 
 
@@ -38,6 +39,9 @@ def test_a_stopping_level_sends_what_its_spread_needs_within_its_minimum_and_bud
     assert est.level_seconds(CHAT, STOP, tps=48.0, cv=0.05) == 14 * 4
     assert est.level_seconds(CHAT, STOP, tps=48.0, cv=0.0) == 8 * 4
     assert est.level_seconds(CHAT, STOP, tps=48.0, cv=0.3) == 60 + 4
+    # The default 60 s per level: 20 s per repeat (+ the unit in flight).
+    default = est.Measure(3, 1, requests=None, duration_s=None, ci_pct=3.0, min_requests=8, budget_s=60.0)
+    assert est.level_seconds(CHAT, default, tps=48.0, cv=0.3) == 20 + 4
     # At c = 16 the window needs 2 x c, and c - 1 ramp units are not counted.
     wide = est.Level("chat", 16, units=80, turns=2.0, tokens=96)
     assert est.level_seconds(wide, STOP, tps=480.0, cv=0.0) == 32 * 2 * 96 / 480

@@ -249,7 +249,8 @@ class Load(NamedTuple):
 class Stop(NamedTuple):
     """When a level stops sending before its `requests`: once the 95% CI half-width of its units'
     mean tok/s is within `ci_pct` % of it (0: never), after at least `min_requests` units; and after
-    `budget_s` seconds whatever the interval says. A closed loop sends 2 x c at least (its window)."""
+    `budget_s` seconds whatever the interval says (per repeat: the level's budget over its repeats).
+    A closed loop sends 2 x c at least (its window)."""
 
     ci_pct: float
     min_requests: int
@@ -569,20 +570,23 @@ def add_stopping_options(p: argparse.ArgumentParser) -> None:
     """When a level stops early (Stop), unless --requests or --duration-s fix what it sends."""
     p.add_argument("--ci-pct", type=float, default=3.0, help="stop at this tok/s 95%% CI half-width; 0: off")
     p.add_argument("--min-requests", type=int, default=8, help="a stopping level sends at least this many")
-    p.add_argument("--level-budget-s", type=float, default=60.0, help="and sends for at most this long")
+    p.add_argument("--level-budget-s", type=float, default=60.0,
+                   help="and sends for at most this long, its repeats sharing it")  # fmt: skip
 
 
 def stopping(args: argparse.Namespace) -> Stop | None:
     """The levels' stopping rule, None when the count or the duration is given (they keep their meaning)."""
     if args.requests is not None or args.duration_s is not None:
         return None
-    return Stop(args.ci_pct, args.min_requests, args.level_budget_s)
+    # A level's budget is what it costs in all: each repeat gets an equal share.
+    return Stop(args.ci_pct, args.min_requests, args.level_budget_s / args.repeats)
 
 
-def stop_settings(stop: Stop | None) -> Doc:
-    """The stopping rule as the fact's benchmark settings record it (None: every level sent its count)."""
+def stop_settings(stop: Stop | None, repeats: int) -> Doc:
+    """The stopping rule as the fact's benchmark settings record it (None: every level sent its count);
+    the budget per level, as given."""
     return {"ci_pct": stop and stop.ci_pct, "min_requests": stop and stop.min_requests,
-            "level_budget_s": stop and stop.budget_s}  # fmt: skip
+            "level_budget_s": stop and stop.budget_s * repeats}  # fmt: skip
 
 
 def load_problem(args: argparse.Namespace) -> str | None:
@@ -699,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
     benchmark = {"client": CLIENT, "prompt_set": os.path.basename(args.prompts),
                  "prompt_sha256": digest, "max_tokens": args.max_tokens, "warmup": args.warmup,
                  "repeats": args.repeats, "concurrency": args.concurrency, **load_settings(args),
-                 **stop_settings(stop), "workloads": workload_sets(groups)}  # fmt: skip
+                 **stop_settings(stop, args.repeats), "workloads": workload_sets(groups)}  # fmt: skip
     doc = {"client": CLIENT, "engine": args.engine, "engine_version": version,
            "benchmark": benchmark, "runs": runs, "server_info": info}  # fmt: skip
     emit(doc, args.output)
