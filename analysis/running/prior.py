@@ -12,9 +12,9 @@ Finalists with a known spread (Kalibera & Jones's point: spend repetitions where
 is): a level's decision is close when a rival's 80% interval against the best, each side allowing
 that spread, holds 0 (analysis.sweep.launchprior.FINALIST_CONFIDENCE); then the best and those
 rivals are launched once more, unless the nearest rival is so close that one more launch of each
-could not tell them apart at that spread and confidence (futility: too close to call at this host's
-spread, said, not relaunched). A level where every rival is clearly behind is decided by its one launch, and
-nothing is relaunched for it.
+could not tell them apart at that spread and confidence (futility: too close to call at this
+host's spread, said, not relaunched). A level where every rival is clearly behind is decided by
+its one launch, and nothing is relaunched for it.
 """
 
 from __future__ import annotations

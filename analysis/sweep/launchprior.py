@@ -86,8 +86,9 @@ def tau2(cv_pct: float) -> float:
 def close_gap_pct(prior: LaunchPrior, launches: int = 1, confidence: float = 0.95) -> float:
     """How far behind the best (%) a rival measured `launches` times on each side is still a close
     call at this spread: the half-width at `confidence` of the log difference of two means over
-    that many launches (repeat noise left out). At 1 and FINALIST_CONFIDENCE, a one-launch close
-    call's; at FINALIST_LAUNCHES and 95%, the smallest gap the finalists' relaunch can resolve."""
+    that many launches (repeat noise left out). At 1, a one-launch verdict's (95%) or close call's
+    (FINALIST_CONFIDENCE); at FINALIST_LAUNCHES and FINALIST_CONFIDENCE, the smallest gap the
+    finalists' relaunch can resolve."""
     t = (t975(prior.df) if prior.df else 1.959964) * narrowing(confidence)
     return -math.expm1(-t * math.sqrt(2.0 * tau2(prior.cv_pct) / launches)) * 100.0
 
