@@ -79,8 +79,11 @@ def test_a_count_or_a_duration_keeps_its_meaning() -> None:
     # The level's 60 s are shared by its 3 repeats (the default), and recorded as given.
     stop = bench.stopping(bench.parse_args(base))
     assert stop == bench.Stop(3.0, 8, 20.0)
-    assert bench.stop_settings(stop, 3)["level_budget_s"] == 60.0
+    assert bench.stop_settings(stop, 60.0)["level_budget_s"] == 60.0
+    # Recorded as given, not rebuilt from a repeat's share (0.9 / 3 x 3 is 0.8999...).
+    odd = bench.parse_args([*base, "--level-budget-s", "0.9"])
+    assert bench.stop_settings(bench.stopping(odd), odd.level_budget_s)["level_budget_s"] == 0.9
     assert bench.stopping(bench.parse_args([*base, "--repeats", "1"])) == bench.Stop(3.0, 8, 60.0)
     assert bench.stopping(bench.parse_args([*base, "--requests", "20"])) is None
     assert bench.stopping(bench.parse_args([*base, "--duration-s", "20"])) is None
-    assert bench.stop_settings(None, 3) == {"ci_pct": None, "min_requests": None, "level_budget_s": None}
+    assert bench.stop_settings(None, 60.0) == {"ci_pct": None, "min_requests": None, "level_budget_s": None}
