@@ -8,6 +8,12 @@ its minimum and its budget. Rates come from the latest earlier sweeps of the sam
 on this controller (per workload and level where they have it); what they lack is a stated
 assumption, named in the estimate's text.
 
+A rate holds for the tokens per request it was measured at: a request costs its first token (queue
+and prefill) and then a decode step per token, so an 8-token request's tok/s is mostly the first
+token's wait (this machine: 11 tok/s at 8 tokens where the same server made 25 at 96). The history
+keeps a level's first token in decode steps (TTFT over TPOT) and its tokens per request, and a rate
+is taken to this sweep's max_tokens through them.
+
 A CPU engine's speed is the CPU it gets: on a shared host a launch measured while other work held
 1.5 of 2 cores ran at half the speed of one measured beside 0.7 (this machine's demo: 7 and 16
 tok/s). Each history run's rate is taken back to a whole server's share (its fact's interference
@@ -61,6 +67,10 @@ class History:
     setup_s: float | None = None  # from the run's start to its first launch
     tps: dict[tuple[str | None, int], float] = field(default_factory=dict)  # window tok/s by level
     cv: dict[tuple[str | None, int], float] = field(default_factory=dict)  # per-request tok/s spread
+    # The request shape the rates were measured at: output tokens per request, and the first token's
+    # time in decode steps (TTFT / TPOT).
+    tokens: dict[tuple[str | None, int], float] = field(default_factory=dict)
+    first_steps: dict[tuple[str | None, int], float] = field(default_factory=dict)
     free: float | None = None  # CPU engines: median cores the server had, up to its threads' need
     need: float = 1.0  # and its threads
 
@@ -178,6 +188,7 @@ def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float |
         out.setup_s = min(starts) - run_started_at
     tps: dict[tuple[str | None, int], list[float]] = {}
     spread: dict[tuple[str | None, int], list[float]] = {}
+    shape: dict[tuple[str | None, int], list[tuple[float, float]]] = {}
     shares: list[float] = []
     for fact in facts:
         need = _threads(fact)
@@ -194,6 +205,7 @@ def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float |
             ]  # fmt: skip
             if len(rates) >= 2 and statistics.mean(rates) > 0:
                 spread.setdefault(key, []).append(statistics.stdev(rates) / statistics.mean(rates))
+            shape.setdefault(key, []).extend(_request_shape(run))
     if out.free is None and shares and not out.tps:
         out.free = statistics.median(shares)
         out.need = statistics.median(_threads(f) for f in facts)
@@ -201,6 +213,22 @@ def _take(out: History, facts: Sequence[dict[str, Any]], run_started_at: float |
         out.tps.setdefault(key, statistics.median(values))
     for key, values in spread.items():
         out.cv.setdefault(key, statistics.median(values))
+    for key, pairs in shape.items():
+        if pairs and key not in out.tokens:
+            out.tokens[key] = statistics.median(t for t, _ in pairs)
+            out.first_steps[key] = statistics.median(f for _, f in pairs)
+
+
+def _request_shape(run: Mapping[str, Any]) -> list[tuple[float, float]]:
+    """(output tokens, TTFT in decode steps) of each good request of `run` that decoded."""
+    out = []
+    for r in run.get("requests") or []:
+        tokens, ttft, e2e = r.get("output_tokens"), r.get("ttft_s"), r.get("e2e_s")
+        if r.get("error") or not all(isinstance(v, int | float) for v in (tokens, ttft, e2e)):
+            continue
+        if tokens >= 2 and e2e > ttft >= 0:
+            out.append((float(tokens), ttft / ((e2e - ttft) / (tokens - 1))))
+    return out
 
 
 Key = tuple[str | None, int]
@@ -220,15 +248,30 @@ def lookup(table: Mapping[Key, float], workload: str | None, c: int) -> tuple[fl
     return value, near, f"c={c} from c={near}"
 
 
-def level_rate(h: History, engine: str, workload: str | None, c: int) -> tuple[float, str | None]:
-    """tok/s at level (workload, c), and the assumption made when the history lacks it (None: measured).
-    Another level's rate is scaled by (c ratio) ** RATE_EXPONENT."""
+def level_rate(
+    h: History, engine: str, workload: str | None, c: int, tokens: int | None = None
+) -> tuple[float, str | None]:
+    """tok/s at level (workload, c) for `tokens` per request, and the assumption made when the history
+    lacks it (None: measured). Another level's rate is scaled by (c ratio) ** RATE_EXPONENT; a rate
+    measured at other tokens per request by per_request_rate's ratio."""
     found = lookup(h.tps, workload, c)
     if found is None:
         base = ASSUMED_TPS.get(engine, min(ASSUMED_TPS.values()))
         return base * c**RATE_EXPONENT, f"{base:.0f} tok/s at c=1"
     value, level, why = found
-    return value * (c / level) ** RATE_EXPONENT, why
+    value *= (c / level) ** RATE_EXPONENT
+    seen, first = lookup(h.tokens, workload, c), lookup(h.first_steps, workload, c)
+    if tokens is None or seen is None or first is None or round(seen[0]) == tokens:
+        return value, why
+    value *= per_request_rate(tokens, first[0]) / per_request_rate(seen[0], first[0])
+    said = f"{tokens} tokens a request from history's {seen[0]:.0f}"
+    return value, f"{why}; {said}" if why else said
+
+
+def per_request_rate(tokens: float, first_steps: float) -> float:
+    """A request's tok/s in decode steps: `tokens` over the first token's wait (`first_steps` decode
+    steps) and a step for each later token."""
+    return tokens / (first_steps + max(tokens - 1.0, 0.0))
 
 
 @dataclass(frozen=True)
@@ -304,7 +347,7 @@ def parts(
     elif h.free is not None and ENGINES[engine].cpu_bound:
         share = cpu_share(h.free, h.need)  # load unseen: the share history's runs had
     for level in levels:
-        tps, why = level_rate(h, engine, level.workload, level.concurrency)
+        tps, why = level_rate(h, engine, level.workload, level.concurrency, level.tokens)
         tps *= share
         assumed += [why] if why else []
         found = lookup(h.cv, level.workload, level.concurrency)
@@ -314,7 +357,7 @@ def parts(
         bench += m.repeats * level_seconds(level, m, tps, cv)
     if levels and m.warmup:
         first = levels[0]
-        tps, _ = level_rate(h, engine, first.workload, 1)
+        tps, _ = level_rate(h, engine, first.workload, 1, first.tokens)
         bench += m.warmup * first.turns * first.tokens / (tps * share)
     load = h.load_s
     guess = ENGINES[engine].assumed_load_s

@@ -63,6 +63,20 @@ def test_rates_come_from_the_level_else_its_neighbours_else_an_assumption_named(
     assert est.level_rate(est.History(), "sglang", None, 4) == (90.0 * 2, "90 tok/s at c=1")
 
 
+def test_a_rate_measured_at_other_tokens_per_request_is_taken_to_this_sweeps() -> None:
+    # History at 8 tokens: a 1 s first token, then 40 ms a token: 8 / 1.28 s = 6.25 tok/s. At 96
+    # tokens the same server makes 96 / (1 + 95 x 0.04) = 20 tok/s, not 6.25 (the review sweep's
+    # max_tokens=8 made the next 96-token sweep's estimate 147 s of benchmark a launch; it took 79).
+    h = est.History(tps={(None, 1): 6.25}, tokens={(None, 1): 8.0}, first_steps={(None, 1): 1 / 0.04})
+    rate, why = est.level_rate(h, "llama_cpp", None, 1, tokens=96)
+    assert rate == pytest.approx(20.0) and why == "96 tokens a request from history's 8"
+    assert est.level_rate(h, "llama_cpp", None, 1, tokens=8) == (6.25, None)
+    assert est.level_rate(est.History(tps={(None, 1): 6.25}), "llama_cpp", None, 1, tokens=96) == (6.25, None)
+    # Another level's rate and other tokens: both scalings, both said.
+    rate, why = est.level_rate(h, "llama_cpp", None, 4, tokens=96)
+    assert rate == pytest.approx(40.0) and why == "c=4 from c=1; 96 tokens a request from history's 8"
+
+
 def test_the_parts_name_every_assumption_and_add_up() -> None:
     h = est.History(
         load_s=10.0, overhead_s=5.0, setup_s=20.0, tps={("chat", 1): 48.0}, cv={("chat", 1): 0.05}
@@ -103,7 +117,7 @@ def _fact(folder: Path, name: str, started: float, load: float, bench: float, ru
 
 def test_the_history_reads_loads_the_suites_own_time_setup_rates_and_spread(tmp_path: Path) -> None:
     sweep = tmp_path / "sw"
-    requests = [{"output_tokens": 96, "e2e_s": 96 / r} for r in (40.0, 50.0, 60.0)]
+    requests = [{"output_tokens": 96, "e2e_s": 96 / r, "ttft_s": 0.2 * 96 / r} for r in (40.0, 50.0, 60.0)]
     run = {"concurrency": 1, "workload": "code", "duration_s": 10.0, "window_output_tokens": 500.0,
            "requests": requests}  # fmt: skip
     # Launches at 100, 150, 210: the suite's own time is what load and benchmark leave of each gap.
@@ -115,4 +129,7 @@ def test_the_history_reads_loads_the_suites_own_time_setup_rates_and_spread(tmp_
     assert (h.load_s, h.overhead_s, h.setup_s) == (5.0, 8.0, 30.0)  # the suite's: 6 and 10
     assert h.tps == {("code", 1): 50.0}
     assert h.cv[("code", 1)] == pytest.approx(0.2)
+    # The shape of its requests: 96 tokens, the first a fifth of each: 0.2 / (0.8 / 95) decode steps.
+    assert h.tokens == {("code", 1): 96.0}
+    assert h.first_steps[("code", 1)] == pytest.approx(0.2 / (0.8 / 95))
     assert est.history(tmp_path, "sglang", "/m.gguf").load_s is None
