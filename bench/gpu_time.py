@@ -14,8 +14,9 @@ Strategies:
 - hand loop: each config launched once, the full prompt sets (the seed's 6 launches); the highest
   mean per level is its decision;
 - the sweep's own rule, on a host whose history knows its launch spread (the launch sd, worth
-  HISTORY_DF degrees of freedom), with levels that stop at a 3% interval (analysis.sweep.estimate,
-  the sweep's level arithmetic): its order (analysis.sweep.order, the baseline again or not by
+  HISTORY_DF degrees of freedom), with levels that stop at a 3% interval within 60 s a level
+  (today's defaults; --ci-pct, --level-budget-s; analysis.sweep.estimate, the sweep's level
+  arithmetic): its order (analysis.sweep.order, the baseline again or not by
   analysis.sweep.launchprior.baseline_every), the finalists chosen on launch 1's step table (the
   report's, analysis.report.compare.step_table), and the decision the report's best per level over
   every launch. "main": the rule before the prior (the baseline again at the end; every close
@@ -23,7 +24,8 @@ Strategies:
   "95%": the rule with the prior (no baseline-again launch where the spread is from history; a
   close call relaunched once, the baseline too, unless one more launch of each could not resolve
   it: analysis.running.prior.finalists) where a 95% interval makes a close call; "80%": today's
-  defaults, an 80% one (analysis.sweep.launchprior.FINALIST_CONFIDENCE). The levels are one
+  defaults, an 80% one (analysis.sweep.launchprior.FINALIST_CONFIDENCE); "one launch each": the
+  same without finalists (-e finalists=false), each level decided by its one launch. The levels are one
   workload here (the two sets' requests pooled): three groups to judge where the sweep would judge
   six (workload, level) groups.
 
@@ -31,7 +33,7 @@ Columns: launches (mean), GPU h per decision (launches x (load + benchmark) x 8 
 of levels whose decision is the true best: the coverage), within 1% (share whose decision's true
 tok/s is within 1% of the best's: as good a config, where configs 1-2% apart cannot be told apart).
 
-    .venv/bin/python bench/gpu_time.py [--trials 300] [--seed 1]
+    .venv/bin/python bench/gpu_time.py [--trials 300] [--seed 1] [--ci-pct 3 --level-budget-s 60]
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ GAIN_FACTOR = {1: 1.0, 16: 0.6, 64: 0.25}
 GAIN_COST = {1: 0.0, 16: 0.01, 64: 0.04}
 INDIFFERENT = 0.01  # a config within 1% of the true best is as good a decision
 CV = 0.05  # request-to-request tok/s spread on a GPU at one level (one prompt set)
-CI_PCT = 3.0
+CI_PCT = 3.0  # bench_ci_pct, and bench_level_budget_s: today's defaults (--ci-pct, --level-budget-s)
+LEVEL_BUDGET_S = 60.0
 HISTORY_DF = 10.0  # the degrees of freedom of the host's history spread (a few earlier sweeps)
 
 
@@ -89,15 +92,16 @@ def truth() -> pd.DataFrame:
     )
 
 
-def measure() -> estimate.Measure:
-    """Today's levels (every record) or the improved ones (stop at CI_PCT)."""
-    return estimate.Measure(REPEATS, 1, None, None, CI_PCT, 8, 60.0)
+def measure(ci_pct: float = CI_PCT, budget_s: float = LEVEL_BUDGET_S) -> estimate.Measure:
+    """The sweep's levels: stop at a ci_pct interval, at most budget_s a level."""
+    return estimate.Measure(REPEATS, 1, None, None, ci_pct, 8, budget_s)
 
 
-def bench_s(stopping: bool) -> tuple[float, dict[int, int]]:
+def bench_s(stopping: bool, m: estimate.Measure | None = None) -> tuple[float, dict[int, int]]:
     """One launch's benchmark seconds, and the requests each level measures (summed over workloads
-    and repeats), by the sweep's own level arithmetic."""
-    m = measure() if stopping else estimate.Measure(REPEATS, 1, None, None, 0.0, 8, None)
+    and repeats), by the sweep's own level arithmetic: levels that stop (`m`, else measure()) or
+    every record."""
+    m = (m or measure()) if stopping else estimate.Measure(REPEATS, 1, None, None, 0.0, 8, None)
     seconds, requests = 0.0, dict.fromkeys(LEVELS, 0)
     for records, turns in WORKLOADS.values():
         for c in LEVELS:
@@ -155,20 +159,25 @@ def sweep(
     launch_sd: float,
     new: bool,
     confidence: float = launchprior.FINALIST_CONFIDENCE,
+    finalists: bool = True,
+    m: estimate.Measure | None = None,
 ) -> tuple[int, pd.Series]:
     """The sweep's own rule on a host whose history knows its launch spread: its order (the
     baseline again or not, analysis.sweep.launchprior.baseline_every), the finalists chosen on launch
-    1's step table (analysis.running.prior, close calls at `confidence`), and the report's best per
-    level over every launch. new=False: main's rule before the prior (baseline_every 10, every 95%
+    1's step table (analysis.running.prior, close calls at `confidence`; none with finalists=False,
+    the sweep's -e finalists=false), and the report's best per level over every launch; levels
+    stopping as `m` says. new=False: main's rule before the prior (baseline_every 10, every 95%
     close call's best and rivals relaunched, futile or not; speculative configs only)."""
-    _, requests = bench_s(True)
+    _, requests = bench_s(True, m)
     known = LaunchPrior(cv_pct=launch_sd * 100.0, df=HISTORY_DF, source="bench", from_history=True)
     every = launchprior.baseline_every(None if new else launchprior.BASELINE_EVERY, known)
     grid = [(cid, cid != "baseline") for cid in t.index]
     ordered, closing = order.schedule(grid, 1, int(rng.integers(2**31)), "h", every)
     launches = [(s["id"], s["launch"], draw(rng, t, [s["id"]], requests, launch_sd)) for s in ordered]
     first = step(launches, known)
-    if new:
+    if not finalists:
+        chosen = []
+    elif new:
         chosen = prior.finalists(first, launchprior.candidates(grid, bool(closing), known), known, confidence)
     else:
         chosen = sorted(
@@ -182,12 +191,13 @@ def sweep(
     return len(launches), best.reindex(list(LEVELS))
 
 
-Strategy = Callable[[np.random.Generator, pd.DataFrame, float], tuple[int, pd.Series]]
+Strategy = Callable[..., tuple[int, pd.Series]]  # (rng, truth, launch sd[, m=levels]) -> launches, chosen
 STRATEGIES: dict[str, tuple[Strategy, bool]] = {
     "hand loop (6 launches, all records)": (hand_loop, False),
     "main: baseline again, close calls once": (partial(sweep, new=False), True),
     "95%: no baseline again, futile calls not": (partial(sweep, new=True, confidence=0.95), True),
     "80%: close and futile calls at 80% (default)": (partial(sweep, new=True), True),
+    "one launch each: -e finalists=false": (partial(sweep, new=True, finalists=False), True),
 }
 
 
@@ -197,13 +207,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--launch-sd", type=float, nargs="+", default=[0.005, 0.02, LAUNCH],
                         help="launch spreads to price (fractions), e.g. 0.005 0.02")  # fmt: skip
+    parser.add_argument("--ci-pct", type=float, default=CI_PCT, help="the sweep rows' bench_ci_pct")
+    parser.add_argument("--level-budget-s", type=float, default=LEVEL_BUDGET_S,
+                        help="the sweep rows' bench_level_budget_s")  # fmt: skip
     args = parser.parse_args(argv)
     t = truth()
+    m = measure(args.ci_pct, args.level_budget_s)
     full, _ = bench_s(False)
-    short, requests = bench_s(True)
+    short, requests = bench_s(True, m)
     print(
         f"seed case: load {LOAD_S / 60:.1f} min, benchmark {full / 60:.1f} min per launch with every record, "
-        f"{short / 60:.1f} min stopping at {CI_PCT:.0f}% (requests per level {requests}); {GPUS} GPUs"
+        f"{short / 60:.1f} min stopping at {m.ci_pct:g}% within {m.budget_s:g} s a level (requests per "
+        f"level {requests}); {GPUS} GPUs"
     )
     print(f"true best per level: {dict(t.idxmax())}")
     header = f"{'launch sd':>9}  {'strategy':<44} {'launches':>8} {'GPU h':>6} {'best':>8} {'within 1%':>10}"
@@ -215,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
             per_launch = LOAD_S + (short if stopping else full)
             launches, right, good = [], 0, 0
             for _ in range(args.trials):
-                n, chosen = strategy(rng, t, launch_sd)
+                n, chosen = strategy(rng, t, launch_sd, **({"m": m} if stopping else {}))
                 launches.append(n)
                 right += int(chosen.eq(t.idxmax()).sum())
                 lost = t.max() - pd.Series({c: t.loc[chosen[c], c] for c in LEVELS})

@@ -55,6 +55,26 @@ def test_the_bench_prints_each_strategy_at_each_launch_spread() -> None:
                           timeout=300, check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines() if line.strip()[:1].isdigit()]
-    assert len(rows) == 3 * 4, done.stdout
+    assert len(rows) == 3 * 5, done.stdout
     hand = [r for r in rows if r[1] == "hand"]
     assert all(r[-4] == "6.0" for r in hand), done.stdout  # the hand loop's 6 launches, every trial
+    # Without finalists each config is launched once: the grid's 6 (no baseline-again launch either,
+    # where the host's history knows its spread).
+    single = [r for r in rows if r[1:3] == ["one", "launch"]]
+    assert len(single) == 3 and all(r[-4] == "6.0" for r in single), done.stdout
+
+
+def test_the_sweep_rows_price_the_levels_the_bench_is_given() -> None:
+    # Tighter levels (2% within 120 s) measure more requests at c = 1, where 3% within 60 s stops at
+    # its budget, and cost more benchmark a launch; the header says which levels were priced.
+    sys.path.insert(0, str(BENCH.parent))
+    import gpu_time
+
+    short, requests = gpu_time.bench_s(True)
+    tight, more = gpu_time.bench_s(True, gpu_time.measure(2.0, 120.0))
+    assert tight > short and more[1] > requests[1]
+    argv = [sys.executable, str(BENCH), "--trials", "1", "--launch-sd", "0.02", "--ci-pct", "2",
+            "--level-budget-s", "120"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{tight / 60:.1f} min stopping at 2% within 120 s a level" in done.stdout, done.stdout
