@@ -10,7 +10,7 @@ assumption, named in the estimate's text.
 
 A rate holds for the tokens per request it was measured at: a request costs its first token (queue
 and prefill) and then a decode step per token, so an 8-token request's tok/s is mostly the first
-token's wait (this machine: 11 tok/s at 8 tokens where the same server made 25 at 96). The history
+token's wait (this machine: 4.4 tok/s at 8 tokens where the same server made 18 at 96). The history
 keeps a level's first token in decode steps (TTFT over TPOT) and its tokens per request, and a rate
 is taken to this sweep's max_tokens through them.
 
