@@ -166,6 +166,12 @@ FROM_FACT = tuple(m for m in ROWS if m.field)  # read off each run of the fact a
 LEVEL = tuple(m for m in METRICS if m.per_level)  # the step table's figures
 
 
+def tpot_s(output_tokens: int, ttft_s: float, e2e_s: float) -> float | None:
+    """Per-token latency of one request (TPOT above): (e2e - TTFT) / (output tokens - 1), vLLM bench's
+    TPOT and AIPerf's inter-token latency; None below two tokens (docs/results.md)."""
+    return (e2e_s - ttft_s) / (output_tokens - 1) if output_tokens > 1 else None
+
+
 def get(name: str) -> Metric:
     """The metric of that name; KeyError naming the known ones."""
     try:

@@ -43,7 +43,8 @@ sys.path.insert(0, str(REPO / "roles/benchmark/files"))
 
 import specsweep_bench  # noqa: E402  (the suite's client: its sampler picks the prompts)
 
-from analysis.facts.rows import quantiles, tpot_s  # noqa: E402
+from analysis.facts.rows import quantiles  # noqa: E402
+from analysis.metrics import tpot_s  # noqa: E402
 
 CLIENT = REPO / "roles/benchmark/files/specsweep_bench.py"
 CLIENTS = ("specsweep", "aiperf")  # which goes first alternates round by round

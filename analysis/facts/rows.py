@@ -74,18 +74,12 @@ def _meta(path: str, fact: Fact) -> Row:
     }
 
 
-def tpot_s(output_tokens: int, ttft_s: float, e2e_s: float) -> float | None:
-    """Per-token latency of one request: (e2e - TTFT) / (output tokens - 1), vLLM bench's TPOT and
-    AIPerf's inter-token latency; None below two tokens (docs/results.md)."""
-    return (e2e_s - ttft_s) / (output_tokens - 1) if output_tokens > 1 else None
-
-
 def run_numbers(run: Run) -> Row:
     """Counts and p50 / p90 / p99 of one run; errored requests add no numbers."""
     ok = [q for q in run.requests if q.error is None]
     errors = [q.error for q in run.requests if q.error is not None]
     ttft, ttft_p90, ttft_p99 = quantiles((q.ttft_s for q in ok), *LEVELS)
-    per_token = (tpot_s(q.output_tokens, q.ttft_s, q.e2e_s) for q in ok)
+    per_token = (metrics.tpot_s(q.output_tokens, q.ttft_s, q.e2e_s) for q in ok)
     tpot, tpot_p90, tpot_p99 = quantiles((t for t in per_token if t is not None), *LEVELS)
     e2e, e2e_p90, e2e_p99 = quantiles((q.e2e_s for q in ok), *LEVELS)
     # Gaps between streamed chunks: a speculative step's accepted drafts arrive as a burst, so these

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.engines import ENGINES
+from analysis.metrics import tpot_s
 from analysis.tquantiles import KNOTS
 
 # Where no earlier sweep says: per engine its per-launch suite overhead (`assumed_overhead_s`) and
@@ -226,8 +227,9 @@ def _request_shape(run: Mapping[str, Any]) -> list[tuple[float, float]]:
         tokens, ttft, e2e = r.get("output_tokens"), r.get("ttft_s"), r.get("e2e_s")
         if r.get("error") or not all(isinstance(v, int | float) for v in (tokens, ttft, e2e)):
             continue
-        if tokens >= 2 and e2e > ttft >= 0:
-            out.append((float(tokens), ttft / ((e2e - ttft) / (tokens - 1))))
+        per_token = tpot_s(tokens, ttft, e2e)
+        if per_token and per_token > 0 and ttft >= 0:
+            out.append((float(tokens), ttft / per_token))
     return out
 
 
