@@ -14,10 +14,11 @@ Strategies:
 - hand loop: each config launched once, the full prompt sets (the seed's 6 launches); the highest
   mean per level is its decision;
 - the sweep's own rule, on a host whose history knows its launch spread (the launch sd, worth
-  HISTORY_DF degrees of freedom), with levels that stop at a 3% interval within 60 s a level
-  (today's defaults; --ci-pct, --level-budget-s; analysis.sweep.estimate, the sweep's level
-  arithmetic): its order (analysis.sweep.order, the baseline again or not by
-  analysis.sweep.launchprior.baseline_every), the finalists chosen on launch 1's step table (the
+  HISTORY_DF degrees of freedom), with levels sized as its plan sizes them there (the default:
+  what a launch is worth, analysis.sweep.levelsize, within the launch's cost; --ci-pct for an
+  interval, --level-budget-s; analysis.sweep.estimate, the sweep's level arithmetic): its order
+  (analysis.sweep.order, the baseline again or not by analysis.sweep.launchprior.baseline_every),
+  the finalists chosen on launch 1's step table (the
   report's, analysis.report.compare.step_table), and the decision the report's best per level over
   every launch. "main": the rule before the prior (the baseline again at the end; every close
   call's best and speculative rivals relaunched once, analysis.report.closecall.close_calls).
@@ -56,7 +57,7 @@ from analysis.facts.load import RUN_COLUMNS, frame
 from analysis.report.closecall import close_calls
 from analysis.report.compare import step_table
 from analysis.running import prior
-from analysis.sweep import estimate, launchprior, order
+from analysis.sweep import estimate, launchprior, levelsize, order
 from analysis.sweep.launchprior import LaunchPrior
 
 LOAD_S = 12.5 * 60
@@ -73,7 +74,7 @@ GAIN_FACTOR = {1: 1.0, 16: 0.6, 64: 0.25}
 GAIN_COST = {1: 0.0, 16: 0.01, 64: 0.04}
 INDIFFERENT = 0.01  # a config within 1% of the true best is as good a decision
 CV = 0.05  # request-to-request tok/s spread on a GPU at one level (one prompt set)
-CI_PCT = 3.0  # bench_ci_pct, and bench_level_budget_s: today's defaults (--ci-pct, --level-budget-s)
+CI_PCT = 3.0  # the interval rule's bench_ci_pct and bench_level_budget_s (no history of the host)
 LEVEL_BUDGET_S = 60.0
 HISTORY_DF = 10.0  # the degrees of freedom of the host's history spread (a few earlier sweeps)
 
@@ -92,9 +93,21 @@ def truth() -> pd.DataFrame:
     )
 
 
-def measure(ci_pct: float = CI_PCT, budget_s: float = LEVEL_BUDGET_S) -> estimate.Measure:
-    """The sweep's levels: stop at a ci_pct interval, at most budget_s a level."""
-    return estimate.Measure(REPEATS, 1, None, None, ci_pct, 8, budget_s)
+def measure(
+    ci_pct: float | None = CI_PCT, budget_s: float | None = LEVEL_BUDGET_S, launch_sd: float | None = None
+) -> estimate.Measure:
+    """The sweep's levels as its plan sizes them on a host whose history knows `launch_sd`
+    (analysis.sweep.levelsize): a ci_pct interval, or with ci_pct None what a launch is worth; at
+    most budget_s a level (None: the plan's default)."""
+    known = None if launch_sd is None else history(launch_sd)
+    rule = levelsize.sizing(ci_pct, budget_s, known, LOAD_S)
+    return estimate.Measure(REPEATS, 1, None, None, rule.ci_pct, 8, rule.budget_s,
+                            launch_cost_s=rule.launch_cost_s, launch_cv_pct=rule.launch_cv_pct)  # fmt: skip
+
+
+def history(launch_sd: float) -> LaunchPrior:
+    """The launch spread the seed host's history knows."""
+    return LaunchPrior(cv_pct=launch_sd * 100.0, df=HISTORY_DF, source="bench", from_history=True)
 
 
 def bench_s(stopping: bool, m: estimate.Measure | None = None) -> tuple[float, dict[int, int]]:
@@ -169,7 +182,7 @@ def sweep(
     stopping as `m` says. new=False: main's rule before the prior (baseline_every 10, every 95%
     close call's best and rivals relaunched, futile or not; speculative configs only)."""
     _, requests = bench_s(True, m)
-    known = LaunchPrior(cv_pct=launch_sd * 100.0, df=HISTORY_DF, source="bench", from_history=True)
+    known = history(launch_sd)
     every = launchprior.baseline_every(None if new else launchprior.BASELINE_EVERY, known)
     grid = [(cid, cid != "baseline") for cid in t.index]
     ordered, closing = order.schedule(grid, 1, int(rng.integers(2**31)), "h", every)
@@ -207,24 +220,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--launch-sd", type=float, nargs="+", default=[0.005, 0.02, LAUNCH],
                         help="launch spreads to price (fractions), e.g. 0.005 0.02")  # fmt: skip
-    parser.add_argument("--ci-pct", type=float, default=CI_PCT, help="the sweep rows' bench_ci_pct")
-    parser.add_argument("--level-budget-s", type=float, default=LEVEL_BUDGET_S,
-                        help="the sweep rows' bench_level_budget_s")  # fmt: skip
+    parser.add_argument("--ci-pct", type=float,
+                        help="the sweep rows' bench_ci_pct (default: a launch's worth)")  # fmt: skip
+    parser.add_argument("--level-budget-s", type=float, help="the sweep rows' bench_level_budget_s")
     args = parser.parse_args(argv)
     t = truth()
-    m = measure(args.ci_pct, args.level_budget_s)
     full, _ = bench_s(False)
-    short, requests = bench_s(True, m)
-    print(
-        f"seed case: load {LOAD_S / 60:.1f} min, benchmark {full / 60:.1f} min per launch with every record, "
-        f"{short / 60:.1f} min stopping at {m.ci_pct:g}% within {m.budget_s:g} s a level (requests per "
-        f"level {requests}); {GPUS} GPUs"
-    )
-    print(f"true best per level: {dict(t.idxmax())}")
+    print(f"seed case: load {LOAD_S / 60:.1f} min, benchmark {full / 60:.1f} min per launch with every "
+          f"record; {GPUS} GPUs; true best per level: {dict(t.idxmax())}")  # fmt: skip
     header = f"{'launch sd':>9}  {'strategy':<44} {'launches':>8} {'GPU h':>6} {'best':>8} {'within 1%':>10}"
-    print(header)
-    print("-" * len(header))
     for launch_sd in sorted(set(args.launch_sd)):
+        m = measure(args.ci_pct, args.level_budget_s, launch_sd)
+        short, requests = bench_s(True, m)
+        rule = (f"at a {m.ci_pct:g}% interval" if m.launch_cost_s is None
+                else f"at what a launch is worth ({m.launch_cost_s:g} s, {m.launch_cv_pct:g}%)")  # fmt: skip
+        print(f"\nlaunch sd {launch_sd:.1%}: the sweep's levels stop {rule} within {m.budget_s:g} s: "
+              f"{short / 60:.1f} min per launch (requests per level {requests})")  # fmt: skip
+        print(header)
+        print("-" * len(header))
         for name, (strategy, stopping) in STRATEGIES.items():
             rng = np.random.default_rng(args.seed)
             per_launch = LOAD_S + (short if stopping else full)

@@ -205,10 +205,14 @@ class BenchmarkSettings(_Part, kw_only=True):
     seed: int | None = None
     # A level that stops when it knows enough (docs/load.md): the tok/s CI half-width it stopped at,
     # its minimum units and its time budget per level (its repeats shared it; before 2026-12-07 each
-    # repeat had it whole); None: every level sent its count.
+    # repeat had it whole); None: every level sent its count. Or, instead of the interval, what its
+    # host's next launch would cost (s) and its launch-to-launch CV (%): each level sent what was
+    # worth sending in one launch (analysis.sweep.levelsize).
     ci_pct: float | None = None
     min_requests: int | None = None
     level_budget_s: float | None = None
+    launch_cost_s: float | None = None
+    launch_cv_pct: float | None = None
 
 
 class Timings(_Part, kw_only=True):

@@ -38,7 +38,8 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
     sweeps = [p.parent for p in results_dir.glob("*/sweep.json") if p.parent.name != sweep_id]
     sweeps.sort(key=lambda d: (d / "sweep.json").stat().st_mtime, reverse=True)
     ss, df, used = 0.0, 0.0, []
-    for folder in sweeps[:SWEEPS_READ]:
+    # The newest that measured something: a plan-only run's folder has no fact and takes no place.
+    for folder in [d for d in sweeps if any(d.glob("*/*.json"))][:SWEEPS_READ]:
         found = [
             f for f in race.facts(folder / host)
             if f.status == "ok" and f.engine.name == engine and (model is None or f.engine.model == model)

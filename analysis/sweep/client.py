@@ -62,11 +62,16 @@ def client_argv(s: Mapping[str, Any]) -> list[str]:
 
 
 def host_argv(
-    role: Mapping[str, Any], server: Mapping[str, Any], settings: Mapping[str, Any], records: str
+    role: Mapping[str, Any],
+    server: Mapping[str, Any],
+    settings: Mapping[str, Any],
+    records: str,
+    levels: Mapping[str, Any],
 ) -> list[str]:
     """The argv the plan gives a host: its benchmark role's variables (`role`, by short name), its
-    server (engine, url, python), the sweep's settings and the workloads' records file ("": the
-    role's prompt set)."""
+    server (engine, url, python), the sweep's settings, the workloads' records file ("": the
+    role's prompt set) and how the host's levels stop (`levels`: analysis.sweep.levelsize, whose
+    settings replace the sweep's)."""
     return client_argv({
         **role,
         "engine": server["engine"],
@@ -74,6 +79,7 @@ def host_argv(
         "sglang_python": server["python"],
         "prompt_set": records or role["prompt_set"],
         **{name: settings[name] for name in SWEEP_SETTINGS},
+        **levels,
     })  # fmt: skip
 
 
@@ -84,9 +90,11 @@ def launch_argv(launch: Mapping[str, Any]) -> list[str]:
     return [*launch["argv"], f"--output={launch['output']}", *jsonl]
 
 
-# When a level stops early (specsweep's own client; bench_serving sends each level's count).
+# When a level stops early (specsweep's own client; bench_serving sends each level's count); the
+# launch's cost and spread are the plan's, per host (analysis.sweep.levelsize).
 STOP_OPTIONS = {"bench_ci_pct": "--ci-pct", "bench_min_requests": "--min-requests",
-                "bench_level_budget_s": "--level-budget-s"}  # fmt: skip
+                "bench_level_budget_s": "--level-budget-s", "bench_launch_cost_s": "--launch-cost-s",
+                "bench_launch_cv_pct": "--launch-cv-pct"}  # fmt: skip
 
 
 def stop_options(s: Mapping[str, Any]) -> list[str]:

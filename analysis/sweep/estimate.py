@@ -3,8 +3,9 @@
 A launch costs its load, the suite's own work around it (launch, wait, record: `overhead`) and its
 benchmark; a benchmark is the warm-up plus, per workload, level and repeat, the requests the level
 sends times the tokens each generates over the level's measured tok/s. A level that stops when its
-interval is tight (bench_ci_pct) sends what the history's request-to-request spread needs, between
-its minimum and its budget. Rates come from the latest earlier sweeps of the same engine and model
+interval is tight (bench_ci_pct) sends what the history's request-to-request spread needs, one
+that measures what a launch is worth (analysis.sweep.levelsize) what that spread and the launch's
+cost and spread make worth sending; either between its minimum and its budget. Rates come from the latest earlier sweeps of the same engine and model
 on this controller (per workload and level where they have it); what they lack is a stated
 assumption, named in the estimate's text.
 
@@ -75,6 +76,11 @@ class History:
     free: float | None = None  # CPU engines: median cores the server had, up to its threads' need
     need: float = 1.0  # and its threads
 
+    @property
+    def launch_s(self) -> float | None:
+        """What one more launch costs but its benchmark: its load and the suite's work around it."""
+        return None if self.load_s is None else self.load_s + (self.overhead_s or 0.0)
+
 
 def t975(df: float) -> float:
     """The t distribution's 0.975 quantile, interpolated in 1/df over the shared table."""
@@ -91,6 +97,13 @@ def requests_to_settle(cv: float, ci_pct: float) -> int:
     while n < 10_000 and t975(n - 1) * cv / math.sqrt(n) > ci_pct / 100:
         n += 1
     return n
+
+
+def worth_sending(launch_cost_s: float, unit_s: float, request_cv: float, launch_cv_pct: float) -> float:
+    """Units a level is worth in one launch, all its repeats together (Kalibera and Jones's optimum:
+    analysis.sweep.levelsize), as the client applies it per repeat (specsweep_bench.py
+    worth_sending): sqrt(launch cost / unit cost) x request CV / launch CV."""
+    return math.sqrt(launch_cost_s / unit_s) * request_cv / (launch_cv_pct / 100.0)
 
 
 def _facts(sweep_dir: Path) -> Iterator[dict[str, Any]]:
@@ -137,7 +150,8 @@ def _free(fact: Mapping[str, Any], run: Mapping[str, Any]) -> float | None:
 def history(results_dir: Path, engine: str, model: str | None) -> History:
     """The newest earlier sweeps' rates of `engine` serving `model` (any model when it has none)."""
     sweeps = sorted(results_dir.glob("*/sweep.json"), key=lambda p: p.stat().st_mtime, reverse=True)
-    sweeps = sweeps[:SWEEPS_READ]
+    # The newest that measured something: a plan-only run's folder has no fact and takes no place.
+    sweeps = [s for s in sweeps if any(s.parent.glob("*/*.json"))][:SWEEPS_READ]
     out = History()
     for match_model in ([model] if model else []) + [None]:
         for sweep in sweeps:
@@ -284,10 +298,30 @@ class Measure:
     warmup: int
     requests: int | None  # bench_requests: exactly this many units
     duration_s: float | None  # bench_duration_s: this long
-    ci_pct: float  # stop when the tok/s interval is this tight (0: off)
+    ci_pct: float | None  # stop when the tok/s interval is this tight (0: send the count)
     min_requests: int
     budget_s: float | None  # a level stops sending after this long, its repeats sharing it
     rate: float | None = None  # request_rate: units arrive this many per second (open loop)
+    # Instead of ci_pct, send what a launch is worth (analysis.sweep.levelsize): its cost and spread.
+    launch_cost_s: float | None = None
+    launch_cv_pct: float | None = None
+
+    @property
+    def stops(self) -> bool:
+        """Whether a level stops before its count: neither a count nor a duration given, and a rule."""
+        ruled = self.launch_cost_s is not None or bool(self.ci_pct)
+        return self.requests is None and self.duration_s is None and ruled
+
+    def units(self, level: Level, per_unit: float, cv: float) -> int:
+        """The units one repeat of `level` sends before its rule says enough (its budget aside): the
+        interval's, or what a launch is worth (its repeats share those); at least the minimum."""
+        if self.launch_cost_s is not None and self.launch_cv_pct:
+            worth = worth_sending(self.launch_cost_s, per_unit, cv, self.launch_cv_pct) / self.repeats
+            needed = max(3, math.ceil(worth))
+        else:
+            needed = requests_to_settle(cv, self.ci_pct or 0.0)
+        floor = max(self.min_requests, 2 * level.concurrency)
+        return min(level.units, max(floor, needed + level.concurrency - 1))
 
 
 def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
@@ -296,12 +330,11 @@ def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
     if m.duration_s is not None:
         return m.duration_s + per_unit * level.concurrency  # the drain after the last send
     units = m.requests if m.requests is not None else level.units
-    if m.requests is None and m.ci_pct > 0:
-        floor = max(m.min_requests, 2 * level.concurrency)
-        units = min(units, max(floor, requests_to_settle(cv, m.ci_pct) + level.concurrency - 1))
+    if m.stops:
+        units = m.units(level, per_unit, cv)
     # Open loop: the arrivals set the pace unless the server is slower than they are.
     seconds = max(units * per_unit, units / m.rate if m.rate else 0.0)
-    if m.requests is None and m.budget_s is not None:
+    if m.stops and m.budget_s is not None:
         seconds = min(seconds, m.budget_s / m.repeats + per_unit * level.concurrency)
     return seconds
 
@@ -354,7 +387,7 @@ def parts(
         assumed += [why] if why else []
         found = lookup(h.cv, level.workload, level.concurrency)
         cv, _, why = found if found else (ASSUMED_CV, 0, f"request tok/s spread {ASSUMED_CV:.0%}")
-        if m.ci_pct > 0 and m.requests is None and m.duration_s is None:
+        if m.stops:
             assumed += [why] if why else []
         bench += m.repeats * level_seconds(level, m, tps, cv)
     if levels and m.warmup:
@@ -388,8 +421,10 @@ def lever(p: Parts, m: Measure) -> str:
             f"loading is {p.launches * p.load_s / p.total_s:.0%} of it: fewer launches "
             "(fewer steps, race=true, finalists=false)"
         )
-    if m.requests is not None or m.duration_s is not None or m.ci_pct == 0:
+    if m.requests is not None or m.duration_s is not None:
         return "the benchmark dominates: drop bench_requests/bench_duration_s so levels stop when settled"
+    if not m.stops:
+        return "the benchmark dominates: drop bench_ci_pct=0 so levels stop when settled"
     return "the benchmark dominates: fewer repeats, levels or workloads, or a larger bench_ci_pct"
 
 

@@ -20,6 +20,7 @@ from analysis.engines import NAMES
 from analysis.sweep.client import CLIENTS
 from analysis.sweep.config import Config
 from analysis.sweep.launchprior import LaunchPrior
+from analysis.sweep.levelsize import LevelSizing
 from analysis.sweep.order import CHECK, FINALIST, GRID
 from analysis.sweep.request import SETTINGS
 
@@ -106,6 +107,9 @@ class HostPlan(_Part, kw_only=True):
     # The launch spread its one-launch verdicts and finalists take (analysis.running.prior); every
     # fact of this host records it. None in older plans (the assumed spread).
     launch_prior: LaunchPrior | None = None
+    # How its levels stop (analysis.sweep.levelsize: an interval, or what a launch is worth); None
+    # in older plans and where the server did not render.
+    levels: LevelSizing | None = None
     # Checkpoint files or folders read into the page cache during each benchmark (-e prefetch;
     # analysis.sweep.prefetch), for the launch after it; empty: none.
     prefetch: list[str] = msgspec.field(default_factory=list)

@@ -20,7 +20,7 @@ import msgspec
 from analysis.engines import ENGINES, ScheduleError, SettingError
 from analysis.engines.base import BUILTIN_SCHEDULE
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.sweep import client, launchprior, order, prefetch
+from analysis.sweep import client, launchprior, levelsize, order, prefetch
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
@@ -85,9 +85,11 @@ def _host_plan(
     seed: int | None,
     records: str = "",
     priors: Priors | None = None,
+    launch_costs: LaunchCosts | None = None,
 ) -> HostPlan:
     """One host's server, entries, the order it launches them in and the problems the controller can
-    see; its launch spread from `priors` (None: the assumed one)."""
+    see; its launch spread from `priors` (None: the assumed one), what a launch costs it from
+    `launch_costs` (None: unknown), and from both how its levels stop."""
     problems: list[str] = []
     engine = ENGINES[host.engine]
     entries = []
@@ -107,11 +109,20 @@ def _host_plan(
     }
     slots = max(levels)
     server: Server | None
-    benchmark = None
+    benchmark = stopping = None
+    # A follower runs its leader's order: the same key seeds the same shuffle, and the leader's
+    # history (its facts are the ones judged) says whether the baseline is launched again.
+    key = host.follows or host.name
+    launch_prior = None
     try:
         server = Server(**engine.server(settings))
+        launch_prior = priors(key, host.engine, server.model) if priors else launchprior.ASSUMED
+        cost = launch_costs(host.engine, server.model) if launch_costs else None
+        stopping = levelsize.sizing(
+            request["bench_ci_pct"], request["bench_level_budget_s"], launch_prior, cost
+        )
         role = {**host.benchmark, "client": host.client}
-        argv = client.host_argv(role, dump(server), request.values, records)
+        argv = client.host_argv(role, dump(server), request.values, records, stopping.settings())
         benchmark = Benchmark(client=host.client, argv=argv)
         base = engine.base_env(settings)
         for config in configs:
@@ -121,7 +132,7 @@ def _host_plan(
             searched = bool(request["search"]) and config.speculative and not config.adaptive
             entries.append(Entry(config=config, argv=argv, env=env, searched=searched))
     except (SettingError, ValueError) as exc:
-        server = benchmark = None
+        server = benchmark = stopping = launch_prior = None
         problems.append(f"{engine.role}_{exc}" if isinstance(exc, SettingError) else str(exc))
     if host.client not in engine.clients:
         problems.append(
@@ -129,12 +140,6 @@ def _host_plan(
             f"(its clients: {', '.join(engine.clients)})"
         )
     problems += _follow_problems(host, hosts, request)
-    # A follower runs its leader's order: the same key seeds the same shuffle, and the leader's
-    # history (its facts are the ones judged) says whether the baseline is launched again.
-    key = host.follows or host.name
-    launch_prior = None
-    if server:
-        launch_prior = priors(key, host.engine, server.model) if priors else launchprior.ASSUMED
     grid = [(e.config.id, e.config.speculative) for e in entries if not e.searched]
     every = launchprior.baseline_every(request["baseline_every"], launch_prior)
     ordered, closing = order.schedule(grid, request["launches"], seed, key, every)
@@ -155,6 +160,7 @@ def _host_plan(
         lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
         adaptive_config=copy,
         launch_prior=launch_prior,
+        levels=stopping,
         prefetch=prefetch.paths(host.engine, host.settings, request["prefetch"]) if server else [],
     )
 
@@ -234,6 +240,23 @@ def cpu_now(host: HostInput) -> tuple[float, float] | None:
     return est.free_cores(os.getloadavg()[0], os.cpu_count() or 1, need), need
 
 
+def measure(request: Request, levels: levelsize.LevelSizing | None) -> est.Measure:
+    """How a host's levels are driven: the sweep's settings, stopping as its rule says (`levels`)."""
+    rule = levels or levelsize.sizing(request["bench_ci_pct"], request["bench_level_budget_s"], None, None)
+    return est.Measure(
+        repeats=request["repeats"],
+        warmup=request["warmup"],
+        requests=request["bench_requests"],
+        duration_s=request["bench_duration_s"],
+        ci_pct=rule.ci_pct,
+        min_requests=request["bench_min_requests"],
+        budget_s=rule.budget_s,
+        rate=request["request_rate"],
+        launch_cost_s=rule.launch_cost_s,
+        launch_cv_pct=rule.launch_cv_pct,
+    )
+
+
 def estimate(
     configs: list[cfg.Config],
     hosts: Mapping[str, HostPlan],
@@ -248,28 +271,22 @@ def estimate(
     # A close call's pair (the best and a rival) at even odds: one launch. Whether a decision is close
     # is known only once it is measured; the span below says the least and the most.
     per_host = certain + (1 if close_call else 0)
-    measure = est.Measure(
-        repeats=request["repeats"],
-        warmup=request["warmup"],
-        requests=request["bench_requests"],
-        duration_s=request["bench_duration_s"],
-        ci_pct=request["bench_ci_pct"],
-        min_requests=request["bench_min_requests"],
-        budget_s=request["bench_level_budget_s"],
-        rate=request["request_rate"],
-    )
     levels = _levels(request, traffic)
     estimates = [
-        est.parts(
-            est.history(results_dir, h.engine, h.server.model),
-            h.engine, levels, measure, per_host, h.server.health_timeout_s, (cpu or {}).get(n),
+        (
+            est.parts(
+                est.history(results_dir, h.engine, h.server.model),
+                h.engine, levels, m, per_host, h.server.health_timeout_s, (cpu or {}).get(n),
+            ),
+            m,
         )
         for n, h in hosts.items() if h.server
+        for m in [measure(request, h.levels)]
     ]  # fmt: skip
     span = {"launches_per_host": per_host, "launches_least": certain, "launches_most": certain + close_call}
     if not estimates:
         return {"configs": len(configs), **span, "seconds": None, "text": "unknown"}
-    p = max(estimates, key=lambda e: e.total_s)
+    p, slowest = max(estimates, key=lambda e: e[0].total_s)
     least, most = p.total_at(certain), p.total_at(certain + close_call)
     span_text = f", {duration(least)} to {duration(most)} as the finalists go" if close_call else ""
     text = (
@@ -278,7 +295,7 @@ def estimate(
     )
     text += f"; assumed: {', '.join(p.assumptions)}" if p.assumptions else ""
     warning = (
-        f"estimate over {duration(est.WARN_S)}: {est.lever(p, measure)}" if p.total_s > est.WARN_S else None
+        f"estimate over {duration(est.WARN_S)}: {est.lever(p, slowest)}" if p.total_s > est.WARN_S else None
     )
     return {
         "configs": len(configs),
@@ -300,6 +317,8 @@ def estimate(
 # What a host's history says of its launch spread: (host, engine, model) -> the prior; the caller
 # reads it (analysis.running.prior.from_history: the facts layer sits above the plan's).
 Priors = Callable[[str, str, str | None], LaunchPrior]
+# What a launch of (engine, model) costs on the controller's history, s (None: never measured).
+LaunchCosts = Callable[[str, str | None], float | None]
 
 
 def build(
@@ -370,7 +389,15 @@ def build(
     records = traffic["records"] if traffic else ""
     plans = {
         n: _host_plan(
-            h, [*configs, *own.get(n, [])], hosts, request, identity.sweep_id, seed, records, priors
+            h,
+            [*configs, *own.get(n, [])],
+            hosts,
+            request,
+            identity.sweep_id,
+            seed,
+            records,
+            priors,
+            lambda engine, model: est.history(results_dir, engine, model).launch_s,
         )
         for n, h in hosts.items()
     }
@@ -603,11 +630,13 @@ def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:
             continue
         p = msgspec.convert(hp["launch_prior"], LaunchPrior)
         slots = [*hp["order"], *hp["closing"]]
+        rule = msgspec.convert(hp["levels"], levelsize.LevelSizing) if hp.get("levels") else None
         words = [
             launchprior.describe(p, spec) if judged else "",
             launchprior.again_words(
                 p, settings["baseline_every"], sum(s["why"] == order.CHECK for s in slots)
             ),
+            levelsize.describe(rule) if rule and rule.launch_cost_s is not None else "",
         ]
         if any(words):
             lines.append(f"  {host}: {'; '.join(w for w in words if w)}")

@@ -217,6 +217,11 @@ def positive_number(name: str, value: Any) -> float | None:
     return number
 
 
+def optional_non_negative(name: str, value: Any) -> float | None:
+    """A number >= 0, or None when not given (the plan chooses)."""
+    return None if value is None or value == "" else non_negative_number(name, value)
+
+
 def non_negative_number(name: str, value: Any) -> float:
     """A number >= 0 (0 turns the feature off)."""
     if value is None or value == "" or value == 0 or value == "0":
@@ -309,19 +314,22 @@ SETTINGS: tuple[Setting, ...] = (
         "requests per level and repeat (default max(4 x c, prompts))",
     ),
     Setting("bench_duration_s", positive_number, None, "instead of bench_requests: send for this long, s"),
-    # Unless one of the two above is given, a level stops once it knows enough (docs/load.md).
+    # Unless one of the two above is given, a level stops once it knows enough (docs/load.md;
+    # analysis.sweep.levelsize chooses how where these are empty).
     Setting(
         "bench_ci_pct",
-        non_negative_number,
-        3.0,
-        "stop a level when its tok/s 95% CI half-width is this % of it; 0 = send them all",
+        optional_non_negative,
+        None,
+        "stop a level when its tok/s 95% CI half-width is this % of it; 0 = send them all; empty = "
+        "what a launch is worth where the host's history knows its launch spread and load, else 3",
     ),
     Setting("bench_min_requests", one_int, 8, "a stopping level sends at least this many"),
     Setting(
         "bench_level_budget_s",
         positive_number,
-        60.0,
-        "a stopping level sends for at most this long in all, s (its repeats share it)",
+        None,
+        "a stopping level sends for at most this long in all, s (its repeats share it); empty = 60, "
+        "or a launch's cost where more",
     ),
     Setting("request_rate", positive_number, None, "open loop: Poisson arrivals/s, c in flight at most"),
     Setting("seed", partial(one_int, minimum=0), 42, "seed of the prompts sampled (and the arrivals)"),

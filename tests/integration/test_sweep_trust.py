@@ -68,3 +68,25 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     assert sorted(s["name"] for s in next_plan["order"]) == ["baseline", "s1"], next_plan["order"]
     assert f"from 1 earlier sweep(s) on sshost1 ({run.sweep_dir.name})" in nxt.output, nxt.output[-4000:]
     assert "no baseline-again launch: the host's earlier sweeps measured" in nxt.output, nxt.output[-4000:]
+    # Its levels measure what a launch is worth there (analysis.sweep.levelsize): the host's client
+    # is told the launch's cost (this sweep's load and suite time) and spread, not an interval.
+    rule = next_plan["levels"]
+    assert rule["ci_pct"] is None and rule["launch_cost_s"] > 0, rule
+    assert rule["launch_cv_pct"] == round(next_plan["launch_prior"]["cv_pct"], 3)
+    argv = next_plan["benchmark"]["argv"]
+    told = [f"--launch-cost-s={rule['launch_cost_s']}", f"--launch-cv-pct={rule['launch_cv_pct']}"]
+    assert set(told) <= set(argv), argv
+    assert "each level measures what a launch is worth" in nxt.output, nxt.output[-4000:]
+    # And the host's client runs that rule (one launch, the same history): the fact records it, and
+    # the level sent at least the minimum and at most its count (4 prompts); where it stops in
+    # between is the measured spread's (tests/unit/test_level_size.py).
+    ran = run_sweep(
+        sweep_inventory, "--limit", "sshost1", "-e", "steps=1", "-e", "baseline=false", "-e", "repeats=1",
+        "-e", "max_tokens=8", "-e", "warmup=0", "-e", "bench_min_requests=3", sweep_id="worth",
+    )  # fmt: skip
+    assert ran.proc.returncode == 0, ran.output[-4000:]
+    (only,) = [load_fact(json.loads(p.read_text())) for p in (ran.sweep_dir / "sshost1").glob("*.json")]
+    settings = only.benchmark
+    assert settings is not None and settings.ci_pct is None, settings
+    assert (settings.launch_cost_s, settings.launch_cv_pct) == (rule["launch_cost_s"], rule["launch_cv_pct"])
+    assert [3 <= (r.requests_sent or 0) <= 4 for r in only.runs] == [True], only.runs

@@ -77,4 +77,13 @@ def test_the_sweep_rows_price_the_levels_the_bench_is_given() -> None:
             "--level-budget-s", "120"]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert f"{tight / 60:.1f} min stopping at 2% within 120 s a level" in done.stdout, done.stdout
+    said = f"levels stop at a 2% interval within 120 s: {tight / 60:.1f} min per launch"
+    assert said in done.stdout, done.stdout
+    # By default the plan's rule on a host whose history knows its spread: what a launch is worth,
+    # within the launch's cost; at 2% more than 3% within 60 s measures, at 0.5% more still.
+    worth, sent = gpu_time.bench_s(True, gpu_time.measure(None, None, 0.02))
+    steadier, _ = gpu_time.bench_s(True, gpu_time.measure(None, None, 0.005))
+    assert sent[1] > requests[1] and steadier > worth > short
+    done = subprocess.run(argv[:6], capture_output=True, text=True, timeout=300, check=False)
+    said = f"levels stop at what a launch is worth (750 s, 2%) within 750 s: {worth / 60:.1f} min per launch"
+    assert said in done.stdout, done.stdout

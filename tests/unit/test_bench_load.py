@@ -243,7 +243,8 @@ def test_main_measures_each_level_in_its_window_and_records_how(stand_in: str, t
     settings = from_dict(BenchmarkSettings, doc["benchmark"])
     how = (settings.requests, settings.duration_s, settings.request_rate, settings.seed)
     assert how == (None, None, None, 42)
-    assert (settings.ci_pct, settings.min_requests, settings.level_budget_s) == (0.0, 8, 60.0)
+    # --ci-pct 0: every level sent its count, no stopping rule to record.
+    assert (settings.ci_pct, settings.min_requests, settings.level_budget_s) == (None, None, None)
     runs = [from_dict(Run, r) for r in doc["runs"]]
     assert [(r.concurrency, r.repeat) for r in runs] == [(3, 1), (3, 2)]
     for run in runs:

@@ -86,4 +86,5 @@ def test_a_count_or_a_duration_keeps_its_meaning() -> None:
     assert bench.stopping(bench.parse_args([*base, "--repeats", "1"])) == bench.Stop(3.0, 8, 60.0)
     assert bench.stopping(bench.parse_args([*base, "--requests", "20"])) is None
     assert bench.stopping(bench.parse_args([*base, "--duration-s", "20"])) is None
-    assert bench.stop_settings(None, 60.0) == {"ci_pct": None, "min_requests": None, "level_budget_s": None}
+    assert bench.stop_settings(None, 60.0) == {"ci_pct": None, "min_requests": None, "level_budget_s": None,
+                                               "launch_cost_s": None, "launch_cv_pct": None}  # fmt: skip

@@ -154,14 +154,20 @@ def test_the_plan_builds_a_hosts_argv_from_its_role_its_server_and_the_sweeps_se
                 "bench_min_requests": 8, "bench_level_budget_s": 60.0}  # fmt: skip
     role = {**client.ROLE_DEFAULTS, "client": "specsweep", "work_dir": "/w"}
     served = {"engine": "llama_cpp", "url": "http://127.0.0.1:8081", "python": None}
-    assert host_argv(role, served, settings, "") == [
+    assert host_argv(role, served, settings, "", {}) == [
         "/usr/bin/python3", "/w/specsweep_bench.py", "--engine=llama_cpp", "--url=http://127.0.0.1:8081",
         "--prompts=/w/code.jsonl", "--max-tokens=64", "--warmup=0", "--repeats=2", "--timeout-s=300",
         "--api-key-env=SPECSWEEP_API_KEY", "--concurrency=1", "--concurrency=4", "--ci-pct=3.0",
         "--min-requests=8", "--level-budget-s=60.0", "--duration-s=30.0", "--seed=7",
     ]  # fmt: skip
     records = "/root/.cache/specsweep/records/workloads-0123.jsonl"
-    assert "--prompts=/w/workloads-0123.jsonl" in host_argv(role, served, settings, records)
+    assert "--prompts=/w/workloads-0123.jsonl" in host_argv(role, served, settings, records, {})
+    # The host's level rule (analysis.sweep.levelsize) replaces the sweep's interval.
+    rule = {"bench_ci_pct": None, "bench_level_budget_s": 750.0, "bench_launch_cost_s": 750.0,
+            "bench_launch_cv_pct": 0.5}  # fmt: skip
+    argv = host_argv(role, served, settings, "", rule)
+    assert argv[12:15] == ["--min-requests=8", "--level-budget-s=750.0", "--launch-cost-s=750.0"], argv
+    assert "--launch-cv-pct=0.5" in argv and not any(a.startswith("--ci-pct") for a in argv)
 
 
 def test_the_load_settings_reach_both_clients_and_mean_the_same_there() -> None:

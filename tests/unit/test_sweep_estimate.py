@@ -98,7 +98,9 @@ def test_a_long_sweep_names_its_biggest_lever() -> None:
     loading = est.Parts(launches=10, setup_s=0, load_s=750, overhead_s=0, bench_s=250, assumptions=())
     assert est.lever(loading, STOP).startswith("loading is 75% of it: fewer launches")
     benching = est.Parts(launches=10, setup_s=0, load_s=10, overhead_s=0, bench_s=990, assumptions=())
-    assert "drop bench_requests" in est.lever(benching, ALL)
+    counted = est.Measure(3, 1, requests=10, duration_s=None, ci_pct=None, min_requests=8, budget_s=None)
+    assert "drop bench_requests" in est.lever(benching, counted)
+    assert "drop bench_ci_pct=0" in est.lever(benching, ALL)
     assert "fewer repeats, levels or workloads" in est.lever(benching, STOP)
 
 

@@ -22,8 +22,8 @@ DEFAULTS = {
     "race": False,  # decided: one launch -> nothing to race
     "finalists": True,  # decided: one launch -> the finalists are launched again
     "workloads": [], "workload_file": "", "workload_records": 0, "output_len": "fixed", "mix": {},
-    "bench_requests": None, "bench_duration_s": None, "bench_ci_pct": 3.0, "bench_min_requests": 8,
-    "bench_level_budget_s": 60.0, "request_rate": None, "seed": 42, "prefetch": True,
+    "bench_requests": None, "bench_duration_s": None, "bench_ci_pct": None, "bench_min_requests": 8,
+    "bench_level_budget_s": None, "request_rate": None, "seed": 42, "prefetch": True,
     "sla_ttft_p99_ms": None, "sla_itl_p99_ms": None, "objective": "throughput",
     "mode": "replicate", "search": "", "steps_range": [], "max_configs": 64, "lease_s": 600,
     "plan_only": False, "sweep_id": "", "resume": "", "target": "sweep", "results_dir": "",

@@ -246,15 +246,27 @@ class Load(NamedTuple):
     stop: Stop | None = None
 
 
+class LaunchCost(NamedTuple):
+    """What another launch of the config would cost and tell: its seconds (load and the suite's
+    work around it), the launch-to-launch CV of a launch's mean tok/s (a fraction), and the repeats
+    a level's requests are split over."""
+
+    cost_s: float
+    cv: float
+    repeats: int
+
+
 class Stop(NamedTuple):
     """When a level stops sending before its `requests`: once the 95% CI half-width of its units'
-    mean tok/s is within `ci_pct` % of it (0: never), after at least `min_requests` units; and after
-    `budget_s` seconds whatever the interval says (per repeat: the level's budget over its repeats).
-    A closed loop sends 2 x c at least (its window)."""
+    mean tok/s is within `ci_pct` % of it (0: never), or with `launch`, once it sent the units worth
+    sending in one launch (worth_sending); after at least `min_requests` units; and after `budget_s`
+    seconds whatever the rule says (per repeat: the level's budget over its repeats). A closed loop
+    sends 2 x c at least (its window)."""
 
     ci_pct: float
     min_requests: int
     budget_s: float | None
+    launch: LaunchCost | None = None
 
 
 def t975(df: int) -> float:
@@ -277,6 +289,15 @@ def settled(rates: list[float], ci_pct: float) -> bool:
     return mean > 0 and t975(n - 1) * sd / math.sqrt(n) <= ci_pct / 100 * mean
 
 
+def worth_sending(launch: LaunchCost, unit_s: float, cv: float) -> float:
+    """Units one repeat of a level is worth in a launch (Kalibera & Jones's allocation of repetitions
+    between two levels, launches and requests): sqrt(launch cost / unit cost) x request CV / launch
+    CV over the level's repeats. Past it, a unit narrows the config's interval less per second than
+    another launch would; before it, more per second. A unit costs `unit_s` (its share of the level's
+    time), its tok/s spreads by `cv`."""
+    return math.sqrt(launch.cost_s / unit_s) * cv / launch.cv / launch.repeats
+
+
 def enough(stop: Stop | None, concurrency: int, elapsed: float, sent: int, done: list[Unit]) -> bool:
     """Whether a level that sent `sent` units, `done` of them finished (in send order), has measured
     enough to stop sending.
@@ -295,7 +316,13 @@ def enough(stop: Stop | None, concurrency: int, elapsed: float, sent: int, done:
         for u in done[concurrency - 1 :]
         if u.done > u.sent
     ]
-    return settled(rates, stop.ci_pct)
+    if stop.launch is None:
+        return settled(rates, stop.ci_pct)
+    if len(rates) < 3:
+        return False
+    mean = sum(rates) / len(rates)
+    cv = math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)) / mean if mean > 0 else 0.0
+    return len(rates) >= worth_sending(stop.launch, elapsed / len(done), cv)
 
 
 class Unit(NamedTuple):
@@ -568,25 +595,36 @@ def add_measurement_options(p: argparse.ArgumentParser) -> None:
 
 def add_stopping_options(p: argparse.ArgumentParser) -> None:
     """When a level stops early (Stop), unless --requests or --duration-s fix what it sends."""
-    p.add_argument("--ci-pct", type=float, default=3.0, help="stop at this tok/s 95%% CI half-width; 0: off")
+    p.add_argument(
+        "--ci-pct", type=float, default=3.0, help="stop at this tok/s 95%% CI half-width; 0: send the count"
+    )
     p.add_argument("--min-requests", type=int, default=8, help="a stopping level sends at least this many")
     p.add_argument("--level-budget-s", type=float, default=60.0,
                    help="and sends for at most this long, its repeats sharing it")  # fmt: skip
+    p.add_argument("--launch-cost-s", type=float,
+                   help="with --launch-cv-pct, instead of --ci-pct: stop a level once it sent what is "
+                        "worth sending in a launch that costs this long")  # fmt: skip
+    p.add_argument("--launch-cv-pct", type=float, help="the host's launch-to-launch CV of tok/s, %%")
 
 
 def stopping(args: argparse.Namespace) -> Stop | None:
     """The levels' stopping rule, None when the count or the duration is given (they keep their meaning)."""
-    if args.requests is not None or args.duration_s is not None:
+    launch = None
+    if args.launch_cost_s is not None:
+        launch = LaunchCost(args.launch_cost_s, args.launch_cv_pct / 100.0, args.repeats)
+    if args.requests is not None or args.duration_s is not None or (launch is None and args.ci_pct == 0):
         return None
     # A level's budget is what it costs in all: each repeat gets an equal share.
-    return Stop(args.ci_pct, args.min_requests, args.level_budget_s / args.repeats)
+    return Stop(args.ci_pct, args.min_requests, args.level_budget_s / args.repeats, launch)
 
 
 def stop_settings(stop: Stop | None, level_budget_s: float) -> Doc:
     """The stopping rule as the fact's benchmark settings record it (None: every level sent its count);
     the budget per level as given, not rebuilt from a repeat's share (0.9 / 3 x 3 is not 0.9)."""
-    return {"ci_pct": stop and stop.ci_pct, "min_requests": stop and stop.min_requests,
-            "level_budget_s": stop and level_budget_s}  # fmt: skip
+    launch = stop.launch if stop else None
+    return {"ci_pct": stop and (None if launch else stop.ci_pct), "min_requests": stop and stop.min_requests,
+            "level_budget_s": stop and level_budget_s, "launch_cost_s": launch and launch.cost_s,
+            "launch_cv_pct": launch and round(launch.cv * 100.0, 6)}  # fmt: skip
 
 
 def load_problem(args: argparse.Namespace) -> str | None:
@@ -617,6 +655,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error("--max-tokens, --repeats, --concurrency must be >= 1, --warmup >= 0")
     if args.ci_pct < 0 or args.min_requests < 1 or not args.level_budget_s > 0:
         p.error("--ci-pct must be >= 0, --min-requests >= 1, --level-budget-s > 0")
+    if (args.launch_cost_s is None) != (args.launch_cv_pct is None):
+        p.error("--launch-cost-s and --launch-cv-pct go together")
+    if args.launch_cost_s is not None and not (args.launch_cost_s > 0 and args.launch_cv_pct > 0):
+        p.error("--launch-cost-s and --launch-cv-pct must be > 0")
     problem = load_problem(args)
     if problem:
         p.error(problem)
