@@ -5,9 +5,9 @@ benchmark; a benchmark is the warm-up plus, per workload, level and repeat, the 
 sends times the tokens each generates over the level's measured tok/s. A level that stops when its
 interval is tight (bench_ci_pct) sends what the history's request-to-request spread needs, one
 that measures what a launch is worth (analysis.sweep.levelsize) what that spread and the launch's
-cost and spread make worth sending; either between its minimum and its budget. Rates come from the latest earlier sweeps of the same engine and model
-on this controller (per workload and level where they have it); what they lack is a stated
-assumption, named in the estimate's text.
+cost and spread make worth sending; either between its minimum and its budget. Rates come from the
+latest earlier sweeps of the same engine and model on this controller (per workload and level where
+they have it); what they lack is a stated assumption, named in the estimate's text.
 
 A rate holds for the tokens per request it was measured at: a request costs its first token (queue
 and prefill) and then a decode step per token, so an 8-token request's tok/s is mostly the first

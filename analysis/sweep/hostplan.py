@@ -109,7 +109,7 @@ class HostPlan(_Part, kw_only=True):
     launch_prior: LaunchPrior | None = None
     # How its levels stop (analysis.sweep.levelsize: an interval, or what a launch is worth); None
     # in older plans and where the server did not render.
-    levels: LevelSizing | None = None
+    stopping: LevelSizing | None = None
     # Checkpoint files or folders read into the page cache during each benchmark (-e prefetch;
     # analysis.sweep.prefetch), for the launch after it; empty: none.
     prefetch: list[str] = msgspec.field(default_factory=list)

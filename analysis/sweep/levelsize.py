@@ -3,9 +3,9 @@
 A config's verdict carries two errors: its launch's (a fresh server, another moment: the host's
 launch-to-launch spread) and its level's requests' (the request-to-request spread over the
 requests sent). Requests are cheap and launches dear on a GPU host (12.5 min to load the seed
-case's model), the other way round on a CPU host that loads in seconds. Kalibera and Jones ("Rigorous
-benchmarking in reasonable time", 2013) allocate repetitions between such levels by cost and
-variance: a launch is best measured with sqrt(launch cost / request cost) x request CV / launch CV
+case's model), the other way round on a CPU host that loads in seconds. Kalibera and Jones
+("Rigorous benchmarking in reasonable time", 2013) allocate repetitions between such levels by cost
+and variance: a launch is best measured with sqrt(launch cost / request cost) x request CV / launch CV
 requests (analysis.sweep.estimate.worth_sending); fewer leave the launch's cost half-used, more
 narrow the interval less per second than another launch would.
 
@@ -54,13 +54,12 @@ def sizing(
     and the suite's work around it); else the default interval. The budget: the operator's, else the
     default, raised under the launch rule to one launch's cost (a level is never cut short of what a
     relaunch would cost anyway)."""
-    known = prior is not None and prior.from_history and prior.cv_pct > 0 and launch_cost_s
-    if ci_pct is not None or not known:
+    unknown = prior is None or not prior.from_history or prior.cv_pct <= 0 or not launch_cost_s
+    if ci_pct is not None or unknown:
         return LevelSizing(
             ci_pct=DEFAULT_CI_PCT if ci_pct is None else ci_pct,
             budget_s=DEFAULT_BUDGET_S if budget_s is None else budget_s,
         )
-    assert prior is not None and launch_cost_s is not None  # known
     cost = round(launch_cost_s, 1)
     return LevelSizing(
         ci_pct=None,

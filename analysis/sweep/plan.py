@@ -160,7 +160,7 @@ def _host_plan(
         lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
         adaptive_config=copy,
         launch_prior=launch_prior,
-        levels=stopping,
+        stopping=stopping,
         prefetch=prefetch.paths(host.engine, host.settings, request["prefetch"]) if server else [],
     )
 
@@ -240,9 +240,9 @@ def cpu_now(host: HostInput) -> tuple[float, float] | None:
     return est.free_cores(os.getloadavg()[0], os.cpu_count() or 1, need), need
 
 
-def measure(request: Request, levels: levelsize.LevelSizing | None) -> est.Measure:
-    """How a host's levels are driven: the sweep's settings, stopping as its rule says (`levels`)."""
-    rule = levels or levelsize.sizing(request["bench_ci_pct"], request["bench_level_budget_s"], None, None)
+def measure(request: Request, stopping: levelsize.LevelSizing | None) -> est.Measure:
+    """How a host's levels are driven: the sweep's settings, stopping as its rule says."""
+    rule = stopping or levelsize.sizing(request["bench_ci_pct"], request["bench_level_budget_s"], None, None)
     return est.Measure(
         repeats=request["repeats"],
         warmup=request["warmup"],
@@ -281,7 +281,7 @@ def estimate(
             m,
         )
         for n, h in hosts.items() if h.server
-        for m in [measure(request, h.levels)]
+        for m in [measure(request, h.stopping)]
     ]  # fmt: skip
     span = {"launches_per_host": per_host, "launches_least": certain, "launches_most": certain + close_call}
     if not estimates:
@@ -630,7 +630,7 @@ def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:
             continue
         p = msgspec.convert(hp["launch_prior"], LaunchPrior)
         slots = [*hp["order"], *hp["closing"]]
-        rule = msgspec.convert(hp["levels"], levelsize.LevelSizing) if hp.get("levels") else None
+        rule = msgspec.convert(hp["stopping"], levelsize.LevelSizing) if hp.get("stopping") else None
         words = [
             launchprior.describe(p, spec) if judged else "",
             launchprior.again_words(

@@ -70,7 +70,7 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     assert "no baseline-again launch: the host's earlier sweeps measured" in nxt.output, nxt.output[-4000:]
     # Its levels measure what a launch is worth there (analysis.sweep.levelsize): the host's client
     # is told the launch's cost (this sweep's load and suite time) and spread, not an interval.
-    rule = next_plan["levels"]
+    rule = next_plan["stopping"]
     assert rule["ci_pct"] is None and rule["launch_cost_s"] > 0, rule
     assert rule["launch_cv_pct"] == round(next_plan["launch_prior"]["cv_pct"], 3)
     argv = next_plan["benchmark"]["argv"]

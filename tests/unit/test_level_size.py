@@ -130,7 +130,7 @@ def test_the_plan_gives_a_host_with_history_the_launch_rule_and_says_so(tmp_path
         return built
 
     built = planned()
-    rule = built["hosts"]["h0"]["levels"]
+    rule = built["hosts"]["h0"]["stopping"]
     spread = built["hosts"]["h0"]["launch_prior"]["cv_pct"]
     cost = est.history(results, "llama_cpp", "/models/gemma.gguf").launch_s
     assert cost is not None and cost >= 40.0
