@@ -279,13 +279,18 @@ def t975(df: int) -> float:
     return z + sum(term / df**k for k, term in enumerate(terms, 1))
 
 
+def mean_sd(rates: list[float]) -> tuple[float, float]:
+    """The mean of `rates` (two or more) and their sample standard deviation."""
+    mean = sum(rates) / len(rates)
+    return mean, math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1))
+
+
 def settled(rates: list[float], ci_pct: float) -> bool:
     """True when the mean of `rates` is known to within ci_pct % (95% CI half-width)."""
     n = len(rates)
     if ci_pct <= 0 or n < 3:
         return False
-    mean = sum(rates) / n
-    sd = math.sqrt(sum((r - mean) ** 2 for r in rates) / (n - 1))
+    mean, sd = mean_sd(rates)
     return mean > 0 and t975(n - 1) * sd / math.sqrt(n) <= ci_pct / 100 * mean
 
 
@@ -320,8 +325,8 @@ def enough(stop: Stop | None, concurrency: int, elapsed: float, sent: int, done:
         return settled(rates, stop.ci_pct)
     if len(rates) < 3:
         return False
-    mean = sum(rates) / len(rates)
-    cv = math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)) / mean if mean > 0 else 0.0
+    mean, sd = mean_sd(rates)
+    cv = sd / mean if mean > 0 else 0.0
     return len(rates) >= worth_sending(stop.launch, elapsed / len(done), cv)
 
 
