@@ -103,6 +103,9 @@ class HostPlan(_Part, kw_only=True):
     followed_by: list[str]  # the hosts that follow this one
     run_dir: str  # the host's folder for server logs, pidfiles and kept facts
     lock_path: str  # the host's sweep lock
+    # This run's own folder for the benchmark client and the records it sends (<benchmark_work_dir>/
+    # <run_id>): installed in preflight, removed when the run gives the host back. "" in older plans.
+    client_dir: str = ""
     adaptive_config: AdaptiveCopy | None
     # The launch spread its one-launch verdicts and finalists take (analysis.running.prior); every
     # fact of this host records it. None in older plans (the assumed spread).

@@ -81,7 +81,7 @@ def _host_plan(
     configs: list[cfg.Config],
     hosts: Mapping[str, HostInput],
     request: Request,
-    sweep_id: str,
+    identity: Identity,
     seed: int | None,
     records: str = "",
     priors: Priors | None = None,
@@ -95,7 +95,11 @@ def _host_plan(
     entries = []
     # The adaptive arm's schedule, copied to the host in preflight; its argv names that copy.
     schedule = request["adaptive_config"] if request["adaptive_config"] != BUILTIN_SCHEDULE else None
-    copy = AdaptiveCopy(src=schedule, dest=f"{host.run_dir}/{sweep_id}.adaptive.json") if schedule else None
+    dest = f"{host.run_dir}/{identity.sweep_id}.adaptive.json"
+    copy = AdaptiveCopy(src=schedule, dest=dest) if schedule else None
+    # This run's own client folder: another run (a plan-only one, one the lock refuses) never
+    # changes the client or the records this one reads, and its end removes the folder whole.
+    client_dir = f"{str(host.benchmark['work_dir']).rstrip('/')}/{identity.run_id}"
     # The levels size a GPU engine's capacity, the same on every config (e.g. analysis.engines.sglang).
     levels = request["concurrency"]
     # The adaptive arm's schedule: the host's copy (SGLang reads the file) and the controller's (vLLM
@@ -121,7 +125,7 @@ def _host_plan(
         stopping = levelsize.sizing(
             request["bench_ci_pct"], request["bench_level_budget_s"], launch_prior, cost
         )
-        role = {**host.benchmark, "client": host.client}
+        role = {**host.benchmark, "client": host.client, "work_dir": client_dir}
         argv = client.host_argv(role, dump(server), request.values, records, stopping.settings())
         benchmark = Benchmark(client=host.client, argv=argv)
         base = engine.base_env(settings)
@@ -157,6 +161,7 @@ def _host_plan(
         follows=host.follows,
         followed_by=followed,
         run_dir=host.run_dir,
+        client_dir=client_dir,
         lock_path=host.lock_path or f"{host.run_dir}/sweep.lock",
         adaptive_config=copy,
         launch_prior=launch_prior,
@@ -393,7 +398,7 @@ def build(
             [*configs, *own.get(n, [])],
             hosts,
             request,
-            identity.sweep_id,
+            identity,
             seed,
             records,
             priors,

@@ -38,7 +38,7 @@ def test_server_that_dies_mid_benchmark_is_recorded_failed_and_the_sweep_goes_on
                        "-e", "repeats=2", "-e", "max_tokens=24", "-e", "warmup=0")  # fmt: skip
 
     def benchmarking() -> bool:
-        return "specsweep_bench.py" in hosts.run_in_host("fleet1", ["ps", "-eo", "args"]).stdout
+        return "specsweep_bench.py" in hosts.run_in_host("fleet1", ["ps", "-ww", "-eo", "args"]).stdout
 
     wait_for(benchmarking, "benchmark of the baseline", proc)
     server = json.loads(pidfile.read_text())["server_pid"]  # the suite's own pidfile names the server

@@ -292,4 +292,4 @@ def test_a_server_an_ended_run_left_on_the_port_is_refused_at_preflight_naming_i
     assert release.returncode == 0, (release.stdout + release.stderr)[-3000:]
     assert not alive(ssh_hosts, record["server_pid"]) and not lock.exists()
     # The ended run's benchmark client (its lock named it) went with it.
-    assert "specsweep_bench.py" not in ssh_hosts.run_in_host(HOST, ["ps", "-eo", "args"]).stdout
+    assert "specsweep_bench.py" not in ssh_hosts.run_in_host(HOST, ["ps", "-ww", "-eo", "args"]).stdout

@@ -26,7 +26,7 @@ def test_a_shard_host_lost_mid_benchmark_leaves_its_config_to_the_others_in_the_
 
     def shard2_benchmarks_its_claim() -> str | None:
         mine = [p.parent.name for p in claims.glob("*/*/claim.json") if '"shard2"' in p.read_text()]
-        running = "specsweep_bench.py" in hosts.run_in_host("shard2", ["ps", "-eo", "args"]).stdout
+        running = "specsweep_bench.py" in hosts.run_in_host("shard2", ["ps", "-ww", "-eo", "args"]).stdout
         return mine[-1] if mine and running else None
 
     wait_for(shard2_benchmarks_its_claim, "shard2 measuring a config it claimed", proc)

@@ -67,8 +67,13 @@ def test_plan_only_writes_exact_argv_and_second_run_changes_nothing(
     assert client["client"] == "specsweep" and client["argv"][1].endswith("/specsweep_bench.py"), client
     assert {"--engine=llama_cpp", "--concurrency=1"} <= set(client["argv"]), client
     assert f"client: {shlex.join(client['argv'])} (each launch" in first.output, first.output[-4000:]
-    # Nothing was launched on the hosts.
+    # Nothing was launched on the hosts, nor copied: the client's folder is the run's own, made by a
+    # run that measures (another run never changes a running sweep's client or records).
     assert "server-8080.pid" not in ssh_hosts.run_in_host("sshost1", ["ls", "/opt/specsweep/run"]).stdout
+    client_dir = plan["hosts"]["sshost1"]["client_dir"]
+    assert client_dir == f"/opt/specsweep/bench/{plan['sweep']['run_id']}", client_dir
+    assert client["argv"][1] == f"{client_dir}/specsweep_bench.py", client
+    assert not (ssh_hosts.opt_dir("sshost1") / "specsweep" / "bench" / plan["sweep"]["run_id"]).exists()
     second = run_sweep(sweep_inventory, "-e", "steps=2", "-e", "plan_only=true", sweep_id="plan2")
     assert second.proc.returncode == 0, second.output[-4000:]
     for host in ("sshost1", "sshost2"):
@@ -213,5 +218,5 @@ def test_a_host_that_follows_another_runs_each_config_beside_it_and_records_noth
     assert sorted(run.facts()) == [("sshost1", "baseline"), ("sshost1", "s1")]  # the leader's facts only
     logs = ssh_hosts.opt_dir("sshost2") / "specsweep" / "run" / run.sweep_dir.name
     assert sorted(p.name for p in logs.glob("*.log")) == ["baseline.log", "s1.log"]  # it ran its part of each
-    ps = ssh_hosts.run_in_host("sshost2", ["ps", "-eo", "args"]).stdout
+    ps = ssh_hosts.run_in_host("sshost2", ["ps", "-ww", "-eo", "args"]).stdout
     assert "specsweep_llama_server" not in ps, ps  # and stopped it

@@ -157,7 +157,7 @@ def test_server_that_never_gets_healthy_times_out_shows_progress_and_is_stopped(
     assert (fact.status, fact.failure.cause) == ("failed", "timeout"), fact.failure
     assert "[sshost1] still loading (starting)" in run.output, run.output[-5000:]
     assert not (ssh_hosts.opt_dir("sshost1") / "specsweep/run/server-8080.pid").exists()
-    ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
+    ps = ssh_hosts.run_in_host("sshost1", ["ps", "-ww", "-eo", "args"]).stdout
     assert "time.sleep(600)" not in ps, ps
 
 
@@ -208,7 +208,7 @@ def test_a_server_whose_generation_answers_500_with_a_changing_body_fails_in_sec
     assert re.search(repeated, fact.failure.message), fact.failure
     assert fact.timings.finished_at - fact.timings.started_at < 90, fact.timings
     assert "[sshost1] s1: failed in load: generation_error" in run.output, run.output[-3000:]
-    assert "answers500.py" not in ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
+    assert "answers500.py" not in ssh_hosts.run_in_host("sshost1", ["ps", "-ww", "-eo", "args"]).stdout
 
 
 def test_foreign_process_on_the_port_is_reported_and_left_alone(
@@ -307,7 +307,7 @@ def test_controller_killed_mid_sweep_then_resumed_loses_and_repeats_nothing(
     # Before, the mix not given again was recorded as none, and recommend weighed equal shares.
     settings = json.loads((tmp_path / "R" / "sweep.json").read_text())["settings"]
     assert (settings["mix"], settings["workloads"], settings["steps"]) == ({"code": 1.0}, ["code"], [1])
-    ps = ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
+    ps = ssh_hosts.run_in_host("sshost1", ["ps", "-ww", "-eo", "args"]).stdout
     assert "specsweep_llama_server" not in ps, ps  # the killed run's server was stopped too
 
 
@@ -474,4 +474,4 @@ def test_an_engine_killed_mid_benchmark_fails_its_level_in_seconds_and_keeps_the
     # The first level's run is kept, the second's partial one is not; noticed within seconds.
     assert [(r.concurrency, r.repeat) for r in fact.runs] == [(1, 1)], fact.runs
     assert fact.timings.finished_at - killed < 15, fact.timings
-    assert "specsweep_bench.py" not in ssh_hosts.run_in_host("sshost1", ["ps", "-eo", "args"]).stdout
+    assert "specsweep_bench.py" not in ssh_hosts.run_in_host("sshost1", ["ps", "-ww", "-eo", "args"]).stdout

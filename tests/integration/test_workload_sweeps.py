@@ -95,8 +95,10 @@ def test_an_operators_traffic_file_sweeps_with_no_prompt_text_anywhere_and_a_bro
     opt = ssh_hosts.opt_dir("sshost1") / "specsweep"
     logs = [p for p in (opt / "run").rglob("*.log") if p.is_file()]
     assert logs and not [p for p in logs if SECRET.encode() in p.read_bytes()]
-    # The records it was sent (owner-only while it ran) are removed when the sweep ends: before, they
-    # stayed on the host.
-    assert not [p for p in (opt / "bench").iterdir() if p.is_file() and SECRET.encode() in p.read_bytes()]
+    # The records it was sent (owner-only while it ran) are removed when the sweep ends, with the run's
+    # own client folder: before, they stayed on the host.
+    assert not [p for p in (opt / "bench").rglob("*") if p.is_file() and SECRET.encode() in p.read_bytes()]
+    run_id = json.loads((run.sweep_dir / "plan.json").read_text())["sweep"]["run_id"]
+    assert (opt / "bench").is_dir() and not (opt / "bench" / run_id).exists()
     # The run's controller lock went with it (before, results/.locks kept one per run).
     assert not list((run.sweep_dir.parent / ".locks").glob("*.lock"))

@@ -262,7 +262,7 @@ def test_describe_prints_a_command_line_per_host_and_config(tmp_path: Path) -> N
     capacity = " --max-running-requests 1 --cuda-graph-bs-decode 1"
     assert lines[4].endswith(" --speculative-eagle-topk 2 --speculative-num-draft-tokens 4" + capacity)
     assert lines[5].startswith(
-        "  client: /usr/bin/python3 /var/tmp/specsweep/bench/specsweep_bench.py --engine=sglang "
+        "  client: /usr/bin/python3 /var/tmp/specsweep/bench/r1/specsweep_bench.py --engine=sglang "
     )
     assert lines[5].endswith(
         " --concurrency=1 --ci-pct=3.0 --min-requests=8 --level-budget-s=60.0 --seed=42"
@@ -282,15 +282,19 @@ def test_each_host_is_given_its_clients_exact_argv_the_load_settings_by_their_ow
     given = {"concurrency": "1,4", "bench_requests": 16, "request_rate": 2.5, "seed": 7, "max_tokens": 32}
     doc = plan.document(build(hosts, tmp_path, steps=2, **given))
     assert doc["hosts"]["g1"]["benchmark"] == {"client": "sglang", "argv": [
-        "/venv/bin/python", "/srv/bench/specsweep_bench_serving.py", "--sglang-python=/opt/sglang/bin/python",
-        "--extra-arg=--disable-tqdm", "--url=http://127.0.0.1:30000", "--prompts=/srv/bench/mine.jsonl",
+        "/venv/bin/python", "/srv/bench/r1/specsweep_bench_serving.py",
+        "--sglang-python=/opt/sglang/bin/python", "--extra-arg=--disable-tqdm", "--url=http://127.0.0.1:30000",
+        "--prompts=/srv/bench/r1/mine.jsonl",
         "--max-tokens=32", "--warmup=1", "--repeats=3", "--timeout-s=60", "--api-key-env=SPECSWEEP_API_KEY",
         "--concurrency=1", "--concurrency=4", "--requests=16", "--request-rate=2.5", "--seed=7",
     ]}  # fmt: skip
     h0 = doc["hosts"]["h0"]["benchmark"]
     assert h0["client"] == "specsweep" and h0["argv"][:3] == [
-        "/usr/bin/python3", "/var/tmp/specsweep/bench/specsweep_bench.py", "--engine=llama_cpp",
+        "/usr/bin/python3", "/var/tmp/specsweep/bench/r1/specsweep_bench.py", "--engine=llama_cpp",
     ], h0  # fmt: skip
+    # Each in this run's own folder (run r1), where preflight installs it and the run's end removes it.
+    assert doc["hosts"]["g1"]["client_dir"] == "/srv/bench/r1"
+    assert doc["hosts"]["h0"]["client_dir"] == "/var/tmp/specsweep/bench/r1"
     assert "--url=http://127.0.0.1:8080" in h0["argv"] and "--concurrency=4" in h0["argv"]
     # plan.json reads back with it; a host whose server did not render has none.
     assert hostplan.load_document(doc).hosts["g1"].benchmark.argv == doc["hosts"]["g1"]["benchmark"]["argv"]
