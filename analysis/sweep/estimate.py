@@ -46,6 +46,12 @@ RATE_EXPONENT = 0.5
 MIN_SHARE = 0.1  # a share below this says more about the sample than the server
 ASSUMED_CV = 0.10
 SWEEPS_READ = 10  # earlier sweeps read for rates, newest first
+# What moves a host's launch count once the sweep measures (analysis.sweep.plan.launches_per_host):
+# each by its name in a span ("as racing goes") and what it does.
+SPAN_WORDS = {
+    "racing": ("racing", "a config clearly behind is raced out of its later launches"),
+    "finalists": ("the finalists", "finalists launch again on a close call only"),
+}
 WARN_S = 3600.0  # over this, the estimate names the biggest lever
 
 
@@ -428,6 +434,12 @@ def lever(p: Parts, m: Measure) -> str:
     return "the benchmark dominates: fewer repeats, levels or workloads, or a larger bench_ci_pct"
 
 
+def span_as(span_by: Sequence[str]) -> str:
+    """ "as the finalists go", "as racing goes", "as racing and the finalists go"."""
+    names = [SPAN_WORDS[by][0] for by in span_by]
+    return f"as {' and '.join(names)} {'goes' if names == ['racing'] else 'go'}"
+
+
 def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
     """The end-of-sweep line: the plan's estimate against what this run took, and its launches' medians."""
     planned = sweep.get("estimate") or {}
@@ -459,5 +471,5 @@ def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
     off = took / planned["seconds"] - 1
     least, most = planned.get("seconds_least"), planned.get("seconds_most")
     shown = least is not None and least != most
-    span = f" ({least:.0f} to {most:.0f} s as the finalists go)" if shown else ""
+    span = f" ({least:.0f} to {most:.0f} s {span_as(planned.get('span_by', ['finalists']))})" if shown else ""
     return f"estimate {planned['seconds']:.0f} s{span}, took {took:.0f} s ({off:+.0%}){medians}"

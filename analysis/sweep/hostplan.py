@@ -138,6 +138,9 @@ class Estimate(_Part, kw_only=True):
     # The whole sweep at the least and the most launches; None in older plans.
     seconds_least: float | None = None
     seconds_most: float | None = None
+    # What may change the count (analysis.sweep.estimate.SPAN_WORDS): "racing", "finalists"; older
+    # plans had the finalists' span only.
+    span_by: list[Literal["racing", "finalists"]] = msgspec.field(default_factory=lambda: ["finalists"])
     # Its parts, per launch but setup (analysis.sweep.estimate.Parts); None in older plans.
     setup_s: float | None = None
     load_s: float | None = None

@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -191,33 +191,43 @@ def _follow_problems(host: HostInput, hosts: Mapping[str, HostInput], request: R
     ]
 
 
-def launches_per_host(
-    configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request
-) -> tuple[int, int]:
-    """Launches one host makes, as (certain, on a close call at most): each of `launches`, the
-    baseline's again, the finalists; a search's probes at most all. Finalists: on an assumed launch
-    spread (25%) nearly every config is within noise of the best, so all of them, certain; on a
-    host's known spread a close call's best and rivals among the candidates (launchprior.candidates),
-    a clear decision none (analysis.running.prior): launches that may not happen."""
+class Launches(NamedTuple):
+    """Launches one host makes: `certain` whatever is measured but racing; at most `close_call`
+    more (finalists on a close call); at most `racable` of the certain ones left out (a config's
+    later launches, raced out once it is clearly behind)."""
+
+    certain: int
+    close_call: int
+    racable: int
+
+
+def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], request: Request) -> Launches:
+    """Launches one host makes: each of `launches`, the baseline's again, the finalists; a search's
+    probes at most all. Finalists: on an assumed launch spread (25%) nearly every config is within
+    noise of the best, so all of them, certain; on a host's known spread a close call's best and
+    rivals among the candidates (launchprior.candidates), a clear decision none
+    (analysis.running.prior): launches that may not happen. Racing: a speculative config's launches
+    after its first, which a clear loss leaves out (analysis.running.race)."""
     spec = sum(c.speculative for c in configs)
     n_hosts = max(len(hosts), 1)
     plans = list(hosts.values())
     slots = [*plans[0].order, *plans[0].closing] if plans else []
     own = sum(not s.speculative for s in slots)
+    racable = sum(s.speculative and s.launch >= 2 for s in slots) if request["race"] else 0
     if request["search"]:
         shared = -(-spec // n_hosts)
     else:
         shared = sum(s.speculative for s in slots)
         shared = -(-shared // n_hosts) if request["mode"] == "shard" else shared
     if not request["finalists"] or spec == 0 or request["search"]:
-        return own + shared, 0
+        return Launches(own + shared, 0, racable)
     known = bool(plans) and all(p.launch_prior and p.launch_prior.from_history for p in plans)
     if not known:
-        return own + shared + shared, 0
+        return Launches(own + shared + shared, 0, racable)
     offered = launchprior.candidates(
         ((c.id, c.speculative) for c in configs), bool(plans[0].closing), plans[0].launch_prior
     )
-    return own + shared, len(offered) if len(offered) >= 2 else 0
+    return Launches(own + shared, len(offered) if len(offered) >= 2 else 0, racable)
 
 
 def _levels(request: Request, traffic: Mapping[str, Any] | None) -> list[est.Level]:
@@ -272,10 +282,13 @@ def estimate(
 ) -> dict[str, Any]:
     """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
     `cpu`: per host, cpu_now's figure."""
-    certain, close_call = launches_per_host(configs, hosts, request)
-    # A close call's pair (the best and a rival) at even odds: one launch. Whether a decision is close
-    # is known only once it is measured; the span below says the least and the most.
-    per_host = certain + (1 if close_call else 0)
+    n = launches_per_host(configs, hosts, request)
+    # A close call's pair (the best and a rival) at even odds: one launch; each later launch racing
+    # may leave out, at even odds too. Whether a decision is close, or a config clearly behind, is
+    # known only once it is measured; the span below says the least and the most.
+    per_host = n.certain - n.racable // 2 + (1 if n.close_call else 0)
+    least_n, most_n = n.certain - n.racable, n.certain + n.close_call
+    span_by = [by for by, count in (("racing", n.racable), ("finalists", n.close_call)) if count]
     levels = _levels(request, traffic)
     estimates = [
         (
@@ -288,12 +301,14 @@ def estimate(
         for n, h in hosts.items() if h.server
         for m in [measure(request, h.stopping)]
     ]  # fmt: skip
-    span = {"launches_per_host": per_host, "launches_least": certain, "launches_most": certain + close_call}
+    span = {
+        "launches_per_host": per_host, "launches_least": least_n, "launches_most": most_n, "span_by": span_by,
+    }  # fmt: skip
     if not estimates:
         return {"configs": len(configs), **span, "seconds": None, "text": "unknown"}
     p, slowest = max(estimates, key=lambda e: e[0].total_s)
-    least, most = p.total_at(certain), p.total_at(certain + close_call)
-    span_text = f", {duration(least)} to {duration(most)} as the finalists go" if close_call else ""
+    least, most = p.total_at(least_n), p.total_at(most_n)
+    span_text = f", {duration(least)} to {duration(most)} {est.span_as(span_by)}" if span_by else ""
     text = (
         f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host} x (load "
         f"{p.load_s:.0f} s + suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
@@ -612,14 +627,15 @@ def summary(sweep: Mapping[str, Any]) -> str:
     )
 
 
-def launch_count(est: Mapping[str, Any]) -> str:
-    """ "4 launch(es) per host", or where finalists are launched again on a close call only
-    "3 launch(es) per host (2 to 4: ...)"."""
-    said = f"{est['launches_per_host']} launch(es) per host"
-    least, most = est.get("launches_least"), est.get("launches_most")
+def launch_count(estimate: Mapping[str, Any]) -> str:
+    """ "4 launch(es) per host", or where finalists or racing may change it "3 launch(es) per host
+    (2 to 4: ...)"."""
+    said = f"{estimate['launches_per_host']} launch(es) per host"
+    least, most = estimate.get("launches_least"), estimate.get("launches_most")
     if least is None or least == most:
         return said
-    return f"{said} ({least} to {most}: finalists launch again on a close call only, counted at even odds)"
+    why = "; ".join(est.SPAN_WORDS[by][1] for by in estimate.get("span_by", ["finalists"]))
+    return f"{said} ({least} to {most}: {why}, counted at even odds)"
 
 
 def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:

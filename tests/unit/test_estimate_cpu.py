@@ -95,6 +95,11 @@ def test_the_end_of_sweep_line_says_the_span_of_launches_the_finalists_could_mak
     line = est.versus({"estimate": planned, "run_started_at": 0.0}, tmp_path / "none", 1596.0)
     assert line == "estimate 2301 s (1539 to 3063 s as the finalists go), took 1596 s (-31%)"
     # Certain launches (an assumed spread, or no finalists): no span.
+    # Racing's span, and both (the words are the plan's, analysis.sweep.estimate.SPAN_WORDS).
+    raced = {"estimate": {**planned, "span_by": ["racing"]}, "run_started_at": 0.0}
+    assert "(1539 to 3063 s as racing goes)" in est.versus(raced, tmp_path / "none", 1596.0)
+    both = {"estimate": {**planned, "span_by": ["racing", "finalists"]}, "run_started_at": 0.0}
+    assert "(1539 to 3063 s as racing and the finalists go)" in est.versus(both, tmp_path / "none", 1596.0)
     same = {**planned, "seconds_least": 2301.0, "seconds_most": 2301.0}
     assert est.versus({"estimate": same, "run_started_at": 0.0}, tmp_path / "none", 1596.0) == (
         "estimate 2301 s, took 1596 s (-31%)"

@@ -115,9 +115,19 @@ def test_a_follower_runs_its_leaders_order(tmp_path: Path) -> None:
 
 
 def test_the_estimate_counts_every_launch(tmp_path: Path) -> None:
-    # 3 configs x 2 launches, the baseline once more at the end; no finalists with 2 launches.
+    # 3 configs x 2 launches, the baseline once more at the end; no finalists with 2 launches, and
+    # racing (on by default) may leave out each speculative config's second: 7 at most, 5 at least,
+    # those two at even odds (a config clearly behind is known only once measured).
     est = build(tmp_path, steps="1,2", launches=2)["sweep"]["estimate"]
-    assert est["launches_per_host"] == 7
+    assert (est["launches_per_host"], est["launches_least"], est["launches_most"]) == (6, 5, 7)
+    assert est["span_by"] == ["racing"] and "as racing goes" in est["text"], est["text"]
+    assert est["seconds_least"] < est["seconds"] < est["seconds_most"]
+    said = plan.launch_count(est)
+    raced = "a config clearly behind is raced out of its later launches"
+    assert said == f"6 launch(es) per host (5 to 7: {raced}, counted at even odds)"
+    unraced = build(tmp_path, steps="1,2", launches=2, race="false")["sweep"]["estimate"]
+    assert (unraced["launches_per_host"], unraced["launches_least"], unraced["launches_most"]) == (7, 7, 7)
+    assert plan.launch_count(unraced) == "7 launch(es) per host" and " as " not in unraced["text"]
     # One launch, no history of the host's launch spread: on the assumed 25% every speculative
     # config is within noise of the best, so each is a finalist (analysis.running.prior).
     assert build(tmp_path, steps="1,2")["sweep"]["estimate"]["launches_per_host"] == 3 + 1 + 2
