@@ -19,12 +19,15 @@ its one launch, and nothing is relaunched for it.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+from analysis.facts.schema import Fact
 from analysis.report.closecall import close_calls
 from analysis.running import race
 from analysis.sweep.launchprior import ASSUMED, FINALIST_CONFIDENCE, LaunchPrior, tau2
@@ -38,14 +41,17 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
     sweeps = [p.parent for p in results_dir.glob("*/sweep.json") if p.parent.name != sweep_id]
     sweeps.sort(key=lambda d: (d / "sweep.json").stat().st_mtime, reverse=True)
     ss, df, used = 0.0, 0.0, []
+    close, raced = [0, 0], [0, 0]
     # The newest that measured something: a plan-only run's folder has no fact and takes no place.
     for folder in [d for d in sweeps if any(d.glob("*/*.json"))][:SWEEPS_READ]:
-        found = [
+        mine = [
             f for f in race.facts(folder / host)
-            if f.status == "ok" and f.engine.name == engine and (model is None or f.engine.model == model)
+            if f.engine.name == engine and (model is None or f.engine.model == model)
         ]  # fmt: skip
+        found = [f for f in mine if f.status == "ok"]
         if not found:
             continue
+        _count_odds(mine, _settings(folder), close, raced)
         step = race.table(found, sweep_dir=folder)
         spread = step[step["launch_df"].gt(0) & step["launch_cv_pct"].notna()]
         if spread.empty:
@@ -62,7 +68,35 @@ def from_history(results_dir: Path, host: str, engine: str, model: str | None, s
         df=df,
         source=f"{len(used)} earlier sweep(s) on {host} ({', '.join(used)}), {df:.0f} df",
         from_history=True,
+        close_calls=(close[0], close[1]) if close[1] else None,
+        raced=(raced[0], raced[1]) if raced[1] else None,
     )
+
+
+def _settings(folder: Path) -> dict[str, Any]:
+    """A sweep's settings as its sweep.json holds them; {} where it does not say."""
+    try:
+        settings = json.loads((folder / "sweep.json").read_bytes()).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _count_odds(facts: list[Fact], settings: dict[str, Any], close: list[int], raced: list[int]) -> None:
+    """Add one earlier sweep's outcomes to [happened, of]: `close`, whether its finalists, judged
+    at a spread from history, relaunched anything (a close call); `raced`, how many of its
+    configs' later launches racing left out."""
+    launches = settings.get("launches")
+    if not isinstance(launches, int):
+        return
+    judged = settings.get("finalists") and all(f.launch_prior and f.launch_prior.from_history for f in facts)
+    if judged:
+        close[1] += 1
+        close[0] += any(f.config.speculative and f.launch_index > launches for f in facts)
+    if settings.get("race"):
+        later = [f for f in facts if f.config.speculative and 2 <= f.launch_index <= launches]
+        raced[0] += sum(f.raced_out is not None for f in later)
+        raced[1] += len(later)
 
 
 def finalists(

@@ -141,6 +141,7 @@ class Estimate(_Part, kw_only=True):
     # What may change the count (analysis.sweep.estimate.SPAN_WORDS): "racing", "finalists"; older
     # plans had the finalists' span only.
     span_by: list[Literal["racing", "finalists"]] = msgspec.field(default_factory=lambda: ["finalists"])
+    counted: str = "at even odds"  # the odds the count takes them at (analysis.sweep.launchprior.odds)
     # Its parts, per launch but setup (analysis.sweep.estimate.Parts); None in older plans.
     setup_s: float | None = None
     load_s: float | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from statistics import NormalDist
+from typing import NamedTuple
 
 import msgspec
 
@@ -28,6 +29,11 @@ class LaunchPrior(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     df: float | None = None
     source: str  # where it came from, in words: earlier sweeps on this host, or the assumption
     from_history: bool  # false: no history on this host/engine/model, the stated assumption
+    # How its earlier sweeps' launches went, as (happened, of): sweeps whose finalists made a close
+    # call, of those judged at a known spread; later launches racing left out, of those it could.
+    # The plan's estimate counts at these odds (analysis.sweep.plan); None: none yet, even odds.
+    close_calls: tuple[int, int] | None = None
+    raced: tuple[int, int] | None = None
 
 
 ASSUMED = LaunchPrior(
@@ -36,6 +42,30 @@ ASSUMED = LaunchPrior(
     source="assumed: no earlier sweep of this host, engine and model launched a config twice",
     from_history=False,
 )
+
+
+class LaunchOdds(NamedTuple):
+    """The chances the plan's estimate counts launches at: a one-launch decision being a close call
+    (its finalists relaunched), racing leaving out a config's later launch; and whence, in words."""
+
+    close_call: float
+    raced: float
+    words: str
+
+
+def odds(prior: LaunchPrior | None, span_by: Iterable[str]) -> LaunchOdds:
+    """The odds of what moves a host's launch count (`span_by`: "racing", "finalists"), from its
+    earlier sweeps where they say (its launch prior), else even."""
+    close, raced, said = 0.5, 0.5, []
+    if prior and prior.close_calls and "finalists" in span_by:
+        happened, of = prior.close_calls
+        close = happened / of
+        said.append(f"a close call in {happened} of {of} earlier sweep(s)")
+    if prior and prior.raced and "racing" in span_by:
+        happened, of = prior.raced
+        raced = happened / of
+        said.append(f"{happened} of {of} later launch(es) raced out before")
+    return LaunchOdds(close, raced, f"at this host's odds: {', '.join(said)}" if said else "at even odds")
 
 
 # A finalist's launches in all: its first and the one more it gets (a close call is relaunched once).

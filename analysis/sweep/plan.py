@@ -8,6 +8,7 @@ touched; each host then receives its own entries (config, argv, env) and launche
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 from collections.abc import Callable, Mapping
@@ -230,6 +231,11 @@ def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], 
     return Launches(own + shared, len(offered) if len(offered) >= 2 else 0, racable)
 
 
+def _half_up(x: float) -> int:
+    """x to the nearest whole, a half up (round() takes a half to the even one)."""
+    return math.floor(x + 0.5)
+
+
 def _levels(request: Request, traffic: Mapping[str, Any] | None) -> list[est.Level]:
     """What one launch sends, in the client's order: per workload and level, units, turns, tokens."""
     sets = [(s["name"], s["records"], s["turns"] / s["records"]) for s in (traffic or {}).get("sets", [])]
@@ -283,12 +289,15 @@ def estimate(
     """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
     `cpu`: per host, cpu_now's figure."""
     n = launches_per_host(configs, hosts, request)
-    # A close call's pair (the best and a rival) at even odds: one launch; each later launch racing
-    # may leave out, at even odds too. Whether a decision is close, or a config clearly behind, is
-    # known only once it is measured; the span below says the least and the most.
-    per_host = n.certain - n.racable // 2 + (1 if n.close_call else 0)
+    # Whether a decision is close, or a config clearly behind, is known only once it is measured:
+    # a close call's pair (the best and a rival) and each later launch racing may leave out are
+    # counted at the odds the host's earlier sweeps give, else even; the span says the least and most.
     least_n, most_n = n.certain - n.racable, n.certain + n.close_call
     span_by = [by for by, count in (("racing", n.racable), ("finalists", n.close_call)) if count]
+    prior = next(iter(hosts.values())).launch_prior if hosts else None
+    odds = launchprior.odds(prior, span_by)
+    pair = min(n.close_call, launchprior.FINALIST_LAUNCHES)
+    per_host = n.certain - _half_up(n.racable * odds.raced) + _half_up(pair * odds.close_call)
     levels = _levels(request, traffic)
     estimates = [
         (
@@ -303,6 +312,7 @@ def estimate(
     ]  # fmt: skip
     span = {
         "launches_per_host": per_host, "launches_least": least_n, "launches_most": most_n, "span_by": span_by,
+        "counted": odds.words,
     }  # fmt: skip
     if not estimates:
         return {"configs": len(configs), **span, "seconds": None, "text": "unknown"}
@@ -635,7 +645,7 @@ def launch_count(estimate: Mapping[str, Any]) -> str:
     if least is None or least == most:
         return said
     why = "; ".join(est.SPAN_WORDS[by][1] for by in estimate.get("span_by", ["finalists"]))
-    return f"{said} ({least} to {most}: {why}, counted at even odds)"
+    return f"{said} ({least} to {most}: {why}, counted {estimate.get('counted', 'at even odds')})"
 
 
 def priors(sweep: Mapping[str, Any], hosts: Mapping[str, Any]) -> list[str]:

@@ -177,21 +177,69 @@ def test_the_spread_is_pooled_over_earlier_sweeps_that_launched_a_config_twice(t
     assert prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "again").df == 2
 
 
+def swept(results: Path, name: str, facts: list[Fact], **settings: object) -> None:
+    """An earlier sweep on host h with these settings in its sweep.json."""
+    earlier(results, name, facts)
+    (results / name / "sweep.json").write_text(json.dumps({"settings": settings}))
+
+
+def test_the_odds_of_a_close_call_and_of_racing_come_from_the_hosts_earlier_sweeps(tmp_path: Path) -> None:
+    one = {"launches": 1, "finalists": True, "race": False}
+    # Judged at a spread from history: one relaunched s1 (a close call), one only the baseline again.
+    swept(tmp_path, "close", judged([*FIRST, *SECOND], known(2.0)), **one)
+    swept(tmp_path, "clear", judged([*FIRST, SECOND[0]], known(2.0)), **one)
+    # Finalists chosen on the assumed spread relaunch every rival: not a close call, not counted.
+    swept(tmp_path, "assumed", [*FIRST, *SECOND], **one)
+    found = prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now")
+    assert (found.close_calls, found.raced) == ((1, 2), None)
+    # Racing, two launches each: s2's and s3's second launches were raced out, s1's ran.
+    out = [
+        msgspec.convert(race.skipped_fact(f, 2, "c=1: -30% vs s1", 0.0), Fact) for f in (FIRST[2], FIRST[3])
+    ]
+    swept(tmp_path, "raced", [*FIRST, *SECOND, *out], launches=2, finalists=False, race=True)
+    found = prior.from_history(tmp_path, "h", "sglang", "Kimi-K2.5", "now")
+    assert (found.close_calls, found.raced) == ((1, 2), (2, 3))
+    # The estimate counts at those odds, and says so; none known: even.
+    by = ["racing", "finalists"]
+    said = "at this host's odds: a close call in 1 of 2 earlier sweep(s), 2 of 3 later launch(es) raced out"
+    assert launchprior.odds(found, by) == launchprior.LaunchOdds(0.5, 2 / 3, f"{said} before")
+    assert launchprior.odds(found, ["racing"]).close_call == 0.5
+    assert launchprior.odds(launchprior.ASSUMED, by) == launchprior.LaunchOdds(0.5, 0.5, "at even odds")
+
+
 # --------------------------------------------------------------------------------------
 # Where it is said and recorded
 # --------------------------------------------------------------------------------------
 
 
-def gemma_sweep(results: Path) -> None:
-    """An earlier llama.cpp sweep on h0 with the baseline launched twice."""
+def gemma_sweep(results: Path, settings: dict | None = None, p: LaunchPrior | None = None) -> None:
+    """An earlier llama.cpp sweep on h0 with the baseline launched twice; its sweep.json's
+    `settings` and its facts' launch prior `p` where given."""
     engine = Engine(name="llama_cpp", model="/models/gemma.gguf", launcher="nohup")
     facts = [
         msgspec.structs.replace(fact(config(s), [run([t, t], repeat=r) for r in (1, 2, 3)], host="h0",
-                                     sweep_id="old", engine=engine), launch_index=k)
+                                     sweep_id="old", engine=engine), launch_index=k, launch_prior=p)
         for s, t, k in ((None, 40.0, 1), (1, 36.0, 1), (None, 44.0, 2))
     ]  # fmt: skip
     write(results / "old" / "h0", *facts)
-    (results / "old" / "sweep.json").write_text("{}")
+    (results / "old" / "sweep.json").write_text(json.dumps({"settings": settings} if settings else {}))
+
+
+def test_the_estimate_counts_a_close_call_at_the_odds_the_hosts_history_gives(tmp_path: Path) -> None:
+    # The earlier sweep judged its one launch at a spread from history and made no close call.
+    gemma_sweep(tmp_path / "r", {"launches": 1, "finalists": True, "race": False}, known(2.0))
+    given = request.read({**ONE_LAUNCH_EACH, "steps": "1", "finalists": "true"})
+
+    def history(host: str, engine: str, model: str | None) -> LaunchPrior:
+        return prior.from_history(tmp_path / "r", host, engine, model, IDENTITY.sweep_id)
+
+    built = plan.build(given, {"h0": llama()}, IDENTITY, tmp_path / "r", history)
+    estimate = built["sweep"]["estimate"]
+    # The same span as at even odds (2 to 4), counted at none: the two certain launches.
+    assert (estimate["launches_per_host"], estimate["launches_least"], estimate["launches_most"]) == (2, 2, 4)
+    said = plan.headline(built["sweep"], built["hosts"])
+    assert "2 launch(es) per host (2 to 4: finalists launch again on a close call only, counted at " in said
+    assert "counted at this host's odds: a close call in 0 of 1 earlier sweep(s))" in said, said
 
 
 def test_the_plan_says_the_spread_its_source_and_the_finalists_it_relaunches(tmp_path: Path) -> None:
