@@ -349,7 +349,7 @@ def level_seconds(level: Level, m: Measure, tps: float, cv: float) -> float:
 class Parts:
     """An estimate's parts, seconds per host."""
 
-    launches: int
+    launches: float  # expected: finalists and racing at their odds
     setup_s: float
     load_s: float
     overhead_s: float
@@ -362,7 +362,7 @@ class Parts:
         """The whole sweep on one host."""
         return self.total_at(self.launches)
 
-    def total_at(self, launches: int) -> float:
+    def total_at(self, launches: float) -> float:
         """The sweep on one host had it made `launches` launches (the span of its finalists)."""
         return self.setup_s + launches * (self.load_s + self.overhead_s + self.bench_s)
 
@@ -372,7 +372,7 @@ def parts(
     engine: str,
     levels: Sequence[Level],
     m: Measure,
-    launches: int,
+    launches: float,
     health_timeout_s: float,
     cpu_now: tuple[float, float] | None = None,
 ) -> Parts:

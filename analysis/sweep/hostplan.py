@@ -131,7 +131,7 @@ class Estimate(_Part, kw_only=True):
     configs: int
     # Launches a host makes as the estimate counts them (a close call's finalists at even odds), and
     # their least and most (analysis.sweep.plan.launches_per_host); None in older plans.
-    launches_per_host: int
+    launches_per_host: float  # expected: the launches measurements decide at their odds, to a tenth
     launches_least: int | None = None
     launches_most: int | None = None
     seconds: float | None  # None: no earlier sweep of this engine to time

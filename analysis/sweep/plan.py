@@ -8,7 +8,6 @@ touched; each host then receives its own entries (config, argv, env) and launche
 from __future__ import annotations
 
 import json
-import math
 import os
 import shlex
 from collections.abc import Callable, Mapping
@@ -231,9 +230,10 @@ def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], 
     return Launches(own + shared, len(offered) if len(offered) >= 2 else 0, racable)
 
 
-def _half_up(x: float) -> int:
-    """x to the nearest whole, a half up (round() takes a half to the even one)."""
-    return math.floor(x + 0.5)
+def _tenths(x: float) -> float:
+    """x to a tenth; a whole number as an int (plan.json and the text say 3, not 3.0)."""
+    tenths = round(x, 1)
+    return int(tenths) if tenths.is_integer() else tenths
 
 
 def _levels(request: Request, traffic: Mapping[str, Any] | None) -> list[est.Level]:
@@ -297,7 +297,8 @@ def estimate(
     prior = next(iter(hosts.values())).launch_prior if hosts else None
     odds = launchprior.odds(prior, span_by)
     pair = min(n.close_call, launchprior.FINALIST_LAUNCHES)
-    per_host = n.certain - _half_up(n.racable * odds.raced) + _half_up(pair * odds.close_call)
+    # The expected count, to a tenth: a whole one would put 2.7 launches at 3 (-31% when it made 2).
+    per_host = _tenths(n.certain - n.racable * odds.raced + pair * odds.close_call)
     levels = _levels(request, traffic)
     estimates = [
         (
@@ -320,7 +321,7 @@ def estimate(
     least, most = p.total_at(least_n), p.total_at(most_n)
     span_text = f", {duration(least)} to {duration(most)} {est.span_as(span_by)}" if span_by else ""
     text = (
-        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host} x (load "
+        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host:g} x (load "
         f"{p.load_s:.0f} s + suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
     )
     text += f"; assumed: {', '.join(p.assumptions)}" if p.assumptions else ""
@@ -640,7 +641,7 @@ def summary(sweep: Mapping[str, Any]) -> str:
 def launch_count(estimate: Mapping[str, Any]) -> str:
     """ "4 launch(es) per host", or where finalists or racing may change it "3 launch(es) per host
     (2 to 4: ...)"."""
-    said = f"{estimate['launches_per_host']} launch(es) per host"
+    said = f"{estimate['launches_per_host']:g} launch(es) per host"
     least, most = estimate.get("launches_least"), estimate.get("launches_most")
     if least is None or least == most:
         return said

@@ -5,6 +5,7 @@ said and recorded (the plan's lines, each fact, the report's note)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import msgspec
@@ -240,6 +241,15 @@ def test_the_estimate_counts_a_close_call_at_the_odds_the_hosts_history_gives(tm
     said = plan.headline(built["sweep"], built["hosts"])
     assert "2 launch(es) per host (2 to 4: finalists launch again on a close call only, counted at " in said
     assert "counted at this host's odds: a close call in 0 of 1 earlier sweep(s))" in said, said
+    # Two sweeps more, one of which relaunched s1: a close call in 1 of 3, its pair at 1/3, to a tenth.
+    for name in ("older", "oldest"):
+        shutil.copytree(tmp_path / "r" / "old", tmp_path / "r" / name)
+    s1 = json.loads((tmp_path / "r" / "old" / "h0" / "s1.json").read_text())
+    (tmp_path / "r" / "oldest" / "h0" / "s1.launch2.json").write_text(json.dumps({**s1, "launch_index": 2}))
+    est = plan.build(given, {"h0": llama()}, IDENTITY, tmp_path / "r", history)["sweep"]["estimate"]
+    assert (est["launches_per_host"], est["launches_least"], est["launches_most"]) == (2.7, 2, 4)
+    assert est["counted"] == "at this host's odds: a close call in 1 of 3 earlier sweep(s)"
+    assert "+ 2.7 x (load" in est["text"] and plan.launch_count(est).startswith("2.7 launch(es) per host")
 
 
 def test_the_plan_says_the_spread_its_source_and_the_finalists_it_relaunches(tmp_path: Path) -> None:
