@@ -129,9 +129,10 @@ class Estimate(_Part, kw_only=True):
     """How long the sweep takes (analysis.sweep.plan.estimate)."""
 
     configs: int
-    # Launches a host makes as the estimate counts them (a close call's finalists at even odds), and
-    # their least and most (analysis.sweep.plan.launches_per_host); None in older plans.
-    launches_per_host: float  # expected: the launches measurements decide at their odds, to a tenth
+    # Launches a host makes as the estimate counts them (a close call's finalists and racing's
+    # later launches at their odds: `counted`, to a tenth), and their least and most
+    # (analysis.sweep.plan.launches_per_host); None in older plans.
+    launches_per_host: float
     launches_least: int | None = None
     launches_most: int | None = None
     seconds: float | None  # None: no earlier sweep of this engine to time

@@ -288,17 +288,17 @@ def estimate(
 ) -> dict[str, Any]:
     """Launches per host and how long they take (analysis.sweep.estimate), the slowest host's;
     `cpu`: per host, cpu_now's figure."""
-    n = launches_per_host(configs, hosts, request)
+    made = launches_per_host(configs, hosts, request)
     # Whether a decision is close, or a config clearly behind, is known only once it is measured:
     # a close call's pair (the best and a rival) and each later launch racing may leave out are
     # counted at the odds the host's earlier sweeps give, else even; the span says the least and most.
-    least_n, most_n = n.certain - n.racable, n.certain + n.close_call
-    span_by = [by for by, count in (("racing", n.racable), ("finalists", n.close_call)) if count]
+    least_n, most_n = made.certain - made.racable, made.certain + made.close_call
+    span_by = [by for by, count in (("racing", made.racable), ("finalists", made.close_call)) if count]
     prior = next(iter(hosts.values())).launch_prior if hosts else None
     odds = launchprior.odds(prior, span_by)
-    pair = min(n.close_call, launchprior.FINALIST_LAUNCHES)
+    pair = min(made.close_call, launchprior.FINALIST_LAUNCHES)
     # The expected count, to a tenth: a whole one would put 2.7 launches at 3 (-31% when it made 2).
-    per_host = _tenths(n.certain - n.racable * odds.raced + pair * odds.close_call)
+    per_host = _tenths(made.certain - made.racable * odds.raced + pair * odds.close_call)
     levels = _levels(request, traffic)
     estimates = [
         (
