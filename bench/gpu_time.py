@@ -110,20 +110,28 @@ def history(launch_sd: float) -> LaunchPrior:
     return LaunchPrior(cv_pct=launch_sd * 100.0, df=HISTORY_DF, source="bench", from_history=True)
 
 
-def bench_s(stopping: bool, m: estimate.Measure | None = None) -> tuple[float, dict[int, int]]:
-    """One launch's benchmark seconds, and the requests each level measures (summed over workloads
-    and repeats), by the sweep's own level arithmetic: levels that stop (`m`, else measure()) or
-    every record."""
+def bench_levels(
+    stopping: bool, m: estimate.Measure | None = None
+) -> tuple[dict[int, float], dict[int, int]]:
+    """One launch's benchmark seconds and the requests each level measures (both summed over
+    workloads and repeats), by the sweep's own level arithmetic: levels that stop (`m`, else
+    measure()) or every record."""
     m = (m or measure()) if stopping else estimate.Measure(REPEATS, 1, None, None, 0.0, 8, None)
-    seconds, requests = 0.0, dict.fromkeys(LEVELS, 0)
+    seconds, requests = dict.fromkeys(LEVELS, 0.0), dict.fromkeys(LEVELS, 0)
     for records, turns in WORKLOADS.values():
         for c in LEVELS:
             tps = BASE_TPS * c**SCALE
             level = estimate.Level(None, c, max(4 * c, records), turns, TOKENS)
             s = estimate.level_seconds(level, m, tps, CV)
-            seconds += REPEATS * s
+            seconds[c] += REPEATS * s
             requests[c] += int(REPEATS * s * tps / TOKENS)
     return seconds, requests
+
+
+def bench_s(stopping: bool, m: estimate.Measure | None = None) -> tuple[float, dict[int, int]]:
+    """One launch's benchmark seconds, every level, and the requests each level measures."""
+    seconds, requests = bench_levels(stopping, m)
+    return sum(seconds.values()), requests
 
 
 def draw(rng: np.random.Generator, t: pd.DataFrame, configs: list[str], requests: dict[int, int],
@@ -159,11 +167,12 @@ def step(launches: list[Launch], known: LaunchPrior) -> pd.DataFrame:
     return step_table(frame(rows, RUN_COLUMNS))
 
 
-def hand_loop(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float) -> tuple[int, pd.Series]:
-    """Each config once, every record, the highest mean: (launches, the config chosen per level)."""
-    _, requests = bench_s(False)
+def hand_loop(rng: np.random.Generator, t: pd.DataFrame, launch_sd: float) -> tuple[int, float, pd.Series]:
+    """Each config once, every record, the highest mean: (launches, their benchmark seconds, the
+    config chosen per level)."""
+    full, requests = bench_s(False)
     seen = draw(rng, t, list(t.index), requests, launch_sd)
-    return len(t), seen.groupby(level="config").mean().idxmax()
+    return len(t), len(t) * full, seen.groupby(level="config").mean().idxmax()
 
 
 def sweep(
@@ -174,37 +183,46 @@ def sweep(
     confidence: float = launchprior.FINALIST_CONFIDENCE,
     finalists: bool = True,
     m: estimate.Measure | None = None,
-) -> tuple[int, pd.Series]:
+) -> tuple[int, float, pd.Series]:
     """The sweep's own rule on a host whose history knows its launch spread: its order (the
     baseline again or not, analysis.sweep.launchprior.baseline_every), the finalists chosen on launch
     1's step table (analysis.running.prior, close calls at `confidence`; none with finalists=False,
-    the sweep's -e finalists=false), and the report's best per level over every launch; levels
-    stopping as `m` says. new=False: main's rule before the prior (baseline_every 10, every 95%
-    close call's best and rivals relaunched, futile or not; speculative configs only)."""
-    _, requests = bench_s(True, m)
+    the sweep's -e finalists=false), each relaunched at its close calls' levels only, and the
+    report's best per level over every launch; levels stopping as `m` says. new=False: main's rule
+    before the prior (baseline_every 10, every 95% close call's best and rivals relaunched at every
+    level, futile or not; speculative configs only). Returns (launches, their benchmark seconds,
+    the config chosen per level)."""
+    seconds, requests = bench_levels(True, m)
     known = history(launch_sd)
     every = launchprior.baseline_every(None if new else launchprior.BASELINE_EVERY, known)
     grid = [(cid, cid != "baseline") for cid in t.index]
     ordered, closing = order.schedule(grid, 1, int(rng.integers(2**31)), "h", every)
     launches = [(s["id"], s["launch"], draw(rng, t, [s["id"]], requests, launch_sd)) for s in ordered]
+    spent = len(launches) * sum(seconds.values())
     first = step(launches, known)
+    every = [(None, float(c)) for c in LEVELS]
     if not finalists:
-        chosen = []
+        chosen = {}
     elif new:
-        chosen = prior.finalists(first, launchprior.candidates(grid, bool(closing), known), known, confidence)
+        offered = launchprior.candidates(grid, bool(closing), known)
+        chosen = prior.finalist_levels(first, offered, known, confidence)
     else:
-        chosen = sorted(
-            {c for call in close_calls(first, known, 0.95) for c in [*call.best, *call.rivals]} - {"baseline"}
+        calls = close_calls(first, known, 0.95)
+        chosen = dict.fromkeys(
+            sorted({c for call in calls for c in [*call.best, *call.rivals]} - {"baseline"}), every
         )
-    for cid in [*chosen, *(s["id"] for s in closing)]:
+    for cid, levels in [*chosen.items(), *((s["id"], every) for s in closing)]:
         k = 1 + sum(cid == c for c, _, _ in launches)
-        launches.append((cid, k, draw(rng, t, [cid], requests, launch_sd)))
+        at = [int(c) for _, c in levels]  # a finalist's relaunch measures its close calls' levels only
+        launches.append((cid, k, draw(rng, t, [cid], requests, launch_sd)[at]))
+        spent += sum(seconds[c] for c in at)
     final = step(launches, known)
     best = final[final["best"]].drop_duplicates("concurrency").set_index("concurrency")["config"]
-    return len(launches), best.reindex(list(LEVELS))
+    return len(launches), spent, best.reindex(list(LEVELS))
 
 
-Strategy = Callable[..., tuple[int, pd.Series]]  # (rng, truth, launch sd[, m=levels]) -> launches, chosen
+# (rng, truth, launch sd[, m=levels]) -> launches, their benchmark seconds, the config chosen per level
+Strategy = Callable[..., tuple[int, float, pd.Series]]
 STRATEGIES: dict[str, tuple[Strategy, bool]] = {
     "hand loop (6 launches, all records)": (hand_loop, False),
     "main: baseline again, close calls once": (partial(sweep, new=False), True),
@@ -240,16 +258,16 @@ def main(argv: list[str] | None = None) -> int:
         print("-" * len(header))
         for name, (strategy, stopping) in STRATEGIES.items():
             rng = np.random.default_rng(args.seed)
-            per_launch = LOAD_S + (short if stopping else full)
-            launches, right, good = [], 0, 0
+            launches, seconds, right, good = [], [], 0, 0
             for _ in range(args.trials):
-                n, chosen = strategy(rng, t, launch_sd, **({"m": m} if stopping else {}))
+                n, spent, chosen = strategy(rng, t, launch_sd, **({"m": m} if stopping else {}))
                 launches.append(n)
+                seconds.append(n * LOAD_S + spent)
                 right += int(chosen.eq(t.idxmax()).sum())
                 lost = t.max() - pd.Series({c: t.loc[chosen[c], c] for c in LEVELS})
                 good += int(lost.le(np.log1p(INDIFFERENT)).sum())
             mean = float(np.mean(launches))
-            hours = mean * per_launch * GPUS / 3600
+            hours = float(np.mean(seconds)) * GPUS / 3600
             print(
                 f"{launch_sd:>8.1%}  {name:<44} {mean:>8.1f} {hours:>6.1f} "
                 f"{right / (args.trials * len(LEVELS)):>8.1%} {good / (args.trials * len(LEVELS)):>10.1%}"

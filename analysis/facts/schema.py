@@ -203,6 +203,9 @@ class BenchmarkSettings(_Part, kw_only=True):
     duration_s: float | None = None
     request_rate: float | None = None
     seed: int | None = None
+    # The levels this launch measured where not every one: a finalist's relaunch measures only its
+    # close calls ("chat:4", or "4" of a plain prompt set; analysis.running.prior.finalist_levels).
+    only: list[str] | None = None
     # A level that stops when it knows enough (docs/load.md): the tok/s CI half-width it stopped at,
     # its minimum units and its time budget per level (its repeats shared it; before 2026-12-07 each
     # repeat had it whole); None: every level sent its count. Or, instead of the interval, what its

@@ -27,11 +27,21 @@ from analysis.sweep.launchprior import (
     narrowing,
 )
 
+Level = tuple[str | None, float]  # a step table row's (workload, concurrency); None: the one prompt set
+
+
+def level_text(level: Level) -> str:
+    """A level in the run's and the report's words: "c=4 chat", "c=1" of the one prompt set."""
+    workload, concurrency = level
+    return f"c={concurrency:g} {workload or ''}".rstrip()
+
 
 class Call(NamedTuple):
     """A level whose one-launch decision is close at the host's spread."""
 
     level: str  # "c=16" (and its workload)
+    workload: str | None  # None: the one prompt set
+    concurrency: float
     best: list[str]
     rivals: list[str]
     gap_pct: float  # how far behind the best its nearest rival is, %
@@ -55,10 +65,11 @@ def close_calls(
             continue
         gap = -float(rivals["vs_best_pct"].max())
         first = level.iloc[0]
-        workload = first["workload"] if isinstance(first["workload"], str) else ""
-        name = f"c={first['concurrency']:g} {workload}".rstrip()
+        workload = first["workload"] if isinstance(first["workload"], str) else None
+        at: Level = (workload, float(first["concurrency"]))
         futile = gap < close_gap_pct(prior, FINALIST_LAUNCHES, confidence)
-        found.append(Call(name, [*level.loc[level["best"], "config"]], [*rivals["config"]], gap, futile))
+        best, rival = [*level.loc[level["best"], "config"]], [*rivals["config"]]
+        found.append(Call(level_text(at), *at, best, rival, gap, futile))
     return found
 
 

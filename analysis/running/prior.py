@@ -28,8 +28,9 @@ from typing import Any
 import pandas as pd
 
 from analysis.facts.schema import Fact
-from analysis.report.closecall import close_calls
+from analysis.report.closecall import Level, close_calls
 from analysis.running import race
+from analysis.sweep.client import level_name
 from analysis.sweep.launchprior import ASSUMED, FINALIST_CONFIDENCE, LaunchPrior, tau2
 
 SWEEPS_READ = 10  # earlier sweeps read, newest first (as analysis.sweep.estimate)
@@ -99,18 +100,39 @@ def _count_odds(facts: list[Fact], settings: dict[str, Any], close: list[int], r
         raced[1] += len(later)
 
 
+def finalist_levels(
+    step: pd.DataFrame,
+    candidates: Collection[str],
+    prior: LaunchPrior | None,
+    confidence: float = FINALIST_CONFIDENCE,
+) -> dict[str, list[Level]]:
+    """The candidates to launch once more, in order, each with the levels its relaunch measures.
+    With a spread from history: the best and its rivals at each level of a close call that one
+    more launch of each could resolve, at those levels; none at a level every rival clearly lost or
+    one too close to call (close_calls). Without one: the best at every level and every config
+    within noise of it, where it is (race.finalist_levels, the rule before the prior)."""
+    if prior is None or not prior.from_history:
+        return race.finalist_levels(step, candidates)
+    chosen: dict[str, list[Level]] = {}
+    for call in close_calls(step, prior, confidence):
+        for config_id in [] if call.futile else [*call.best, *call.rivals]:
+            chosen.setdefault(config_id, []).append((call.workload, call.concurrency))
+    return {c: chosen[c] for c in candidates if c in chosen}
+
+
 def finalists(
     step: pd.DataFrame,
     candidates: Collection[str],
     prior: LaunchPrior | None,
     confidence: float = FINALIST_CONFIDENCE,
 ) -> list[str]:
-    """The candidates to launch once more, in order. With a spread from history: the best and its
-    rivals at each level of a close call that one more launch of each could resolve, none at a
-    level every rival clearly lost or one too close to call (close_calls). Without one: the best at
-    every level and every config within noise of it (race.finalists, the rule before the prior)."""
-    if prior is None or not prior.from_history:
-        return race.finalists(step, candidates)
-    calls = close_calls(step, prior, confidence)
-    chosen = {c for call in calls if not call.futile for c in [*call.best, *call.rivals]}
-    return [c for c in candidates if c in chosen]
+    """The candidates to launch once more, in order (finalist_levels)."""
+    return list(finalist_levels(step, candidates, prior, confidence))
+
+
+def only(step: pd.DataFrame, levels: Collection[Level]) -> list[str]:
+    """A relaunch's levels as the client's --only names them (analysis.sweep.client.level_name); none
+    where they are every level the step table measured: the relaunch measures them all."""
+    if set(race.measured_levels(step)) <= set(levels):
+        return []
+    return [level_name(workload, concurrency) for workload, concurrency in levels]

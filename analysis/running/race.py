@@ -28,6 +28,7 @@ from analysis import objectives
 from analysis.facts.load import REQUEST_COLUMNS, RUN_COLUMNS, frame
 from analysis.facts.rows import request_columns, run_rows
 from analysis.facts.schema import Fact, decode_fact, to_dict
+from analysis.report.closecall import Level
 from analysis.report.compare import GROUP, TABLE_COLUMNS, step_table
 from analysis.report.sla import Sla, with_run_goodput
 
@@ -111,12 +112,28 @@ def raced_out(step: pd.DataFrame, config_id: str) -> str | None:
     )
 
 
-def finalists(step: pd.DataFrame, candidates: Collection[str]) -> list[str]:
-    """The candidates that are best at some level or within noise of the best there, in order."""
+def levels(rows: pd.DataFrame) -> list[Level]:
+    """The levels of these step table rows, in their order, each once."""
+    workload = [w if isinstance(w, str) else None for w in rows["workload"]]
+    return list(dict.fromkeys(zip(workload, rows["concurrency"].astype(float), strict=True)))
+
+
+def measured_levels(step: pd.DataFrame) -> list[Level]:
+    """Every level the step table measured the objective at."""
+    return levels(_measured(step))
+
+
+def finalist_levels(step: pd.DataFrame, candidates: Collection[str]) -> dict[str, list[Level]]:
+    """The candidates that are best at some level or within noise of the best there, in order, each
+    with those levels."""
     rows = _measured(step)
     alive = rows[rows["best"] | ~(rows["vs_best_ci_hi"] < 0)]
-    chosen = set(alive["config"])
-    return [c for c in candidates if c in chosen]
+    return {c: levels(alive[alive["config"].eq(c)]) for c in candidates if alive["config"].eq(c).any()}
+
+
+def finalists(step: pd.DataFrame, candidates: Collection[str]) -> list[str]:
+    """The candidates that are best at some level or within noise of the best there, in order."""
+    return list(finalist_levels(step, candidates))
 
 
 def skipped_fact(previous: Fact, launch: int, reason: str, now: float) -> dict:

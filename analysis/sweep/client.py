@@ -84,10 +84,18 @@ def host_argv(
 
 
 def launch_argv(launch: Mapping[str, Any]) -> list[str]:
-    """One launch's argv: the host's (`argv`) and where this launch keeps the client's document
-    (`output`) and, for bench_serving (`client` sglang), its own JSONL (`sglang_jsonl`)."""
+    """One launch's argv: the host's (`argv`), the levels it measures where not every one (`levels`,
+    level_name's) and where it keeps the client's document (`output`) and, for bench_serving
+    (`client` sglang), its own JSONL (`sglang_jsonl`)."""
+    only = [f"--only={level}" for level in launch.get("levels") or []]
     jsonl = [f"--jsonl={launch['sglang_jsonl']}"] if launch["client"] == "sglang" else []
-    return [*launch["argv"], f"--output={launch['output']}", *jsonl]
+    return [*launch["argv"], *only, f"--output={launch['output']}", *jsonl]
+
+
+def level_name(workload: str | None, concurrency: float) -> str:
+    """A level as the client's --only takes it: C of a plain prompt set, WORKLOAD:C of a named
+    workload (the client's parse_level reads it; tests/unit/test_sweep_client.py checks both)."""
+    return f"{workload}:{concurrency:g}" if workload else f"{concurrency:g}"
 
 
 # When a level stops early (specsweep's own client; bench_serving sends each level's count); the

@@ -356,15 +356,21 @@ class Parts:
     bench_s: float  # one launch's benchmark
     assumptions: tuple[str, ...]
     cpu_free: float | None = None  # a CPU engine's cores the estimate gave the server, where seen
+    # Of `launches`, the expected close calls' relaunches, and what one benchmarks: its level only
+    # (a finalist's relaunch measures its close calls; the mean level's, warm-up included).
+    close_call: float = 0.0
+    close_bench_s: float = 0.0
 
     @property
     def total_s(self) -> float:
         """The whole sweep on one host."""
-        return self.total_at(self.launches)
+        return self.total_at(self.launches, self.close_call)
 
-    def total_at(self, launches: float) -> float:
-        """The sweep on one host had it made `launches` launches (the span of its finalists)."""
-        return self.setup_s + launches * (self.load_s + self.overhead_s + self.bench_s)
+    def total_at(self, launches: float, close_call: float = 0.0) -> float:
+        """The sweep on one host had it made `launches` launches (the span of its finalists),
+        `close_call` of them a close call's relaunch of one level."""
+        every = launches * (self.load_s + self.overhead_s + self.bench_s)
+        return self.setup_s + every - close_call * (self.bench_s - self.close_bench_s)
 
 
 def parts(
@@ -375,9 +381,11 @@ def parts(
     launches: float,
     health_timeout_s: float,
     cpu_now: tuple[float, float] | None = None,
+    close_call: float = 0.0,
 ) -> Parts:
-    """The estimate's parts for `launches` launches of `levels` on a host with history `h`;
-    `cpu_now`: a CPU engine's (free cores now, threads), where the host's load can be seen."""
+    """The estimate's parts for `launches` launches of `levels` on a host with history `h`, of them
+    `close_call` a close call's relaunch of one level; `cpu_now`: a CPU engine's (free cores now,
+    threads), where the host's load can be seen."""
     assumed: list[str] = []
     bench = 0.0
     share = 1.0
@@ -396,10 +404,11 @@ def parts(
         if m.stops:
             assumed += [why] if why else []
         bench += m.repeats * level_seconds(level, m, tps, cv)
+    warmup = 0.0
     if levels and m.warmup:
         first = levels[0]
         tps, _ = level_rate(h, engine, first.workload, 1, first.tokens)
-        bench += m.warmup * first.turns * first.tokens / (tps * share)
+        warmup = m.warmup * first.turns * first.tokens / (tps * share)
     load = h.load_s
     guess = ENGINES[engine].assumed_load_s
     if load is None and guess is not None and guess < health_timeout_s:
@@ -417,7 +426,9 @@ def parts(
         setup = ASSUMED_SETUP_S
         assumed.append(f"{ASSUMED_SETUP_S:.0f} s before the first launch")
     free = cpu_now[0] if cpu_now is not None and ENGINES[engine].cpu_bound else None
-    return Parts(launches, setup, load, overhead, bench, tuple(dict.fromkeys(assumed)), free)
+    one_level = bench / max(len(levels), 1) + warmup
+    return Parts(launches, setup, load, overhead, bench + warmup, tuple(dict.fromkeys(assumed)), free,
+                 close_call, one_level)  # fmt: skip
 
 
 def lever(p: Parts, m: Measure) -> str:

@@ -79,6 +79,9 @@ class Slot(_Part, kw_only=True):
     why: Why
     speculative: bool
     entry: int  # the index of its Entry in the host's entries
+    # The levels it measures, as the client's --only names them; empty: every level (a finalist's
+    # relaunch measures only its close calls: analysis.running.prior.finalist_levels).
+    levels: list[str] = msgspec.field(default_factory=list)
 
 
 class AdaptiveCopy(_Part, kw_only=True):
@@ -148,6 +151,9 @@ class Estimate(_Part, kw_only=True):
     load_s: float | None = None
     overhead_s: float | None = None
     bench_s: float | None = None
+    # Of launches_per_host, the expected close calls' relaunches, and the one level each benchmarks.
+    close_call: float = 0
+    close_bench_s: float | None = None
     cpu_free: float | None = None  # a CPU engine's cores the estimate gave the server (its load seen)
     assumptions: list[str] = msgspec.field(default_factory=list)  # what history did not give
     warning: str | None = None  # over an hour: the biggest lever

@@ -232,7 +232,7 @@ def launches_per_host(configs: list[cfg.Config], hosts: Mapping[str, HostPlan], 
 
 def _tenths(x: float) -> float:
     """x to a tenth; a whole number as an int (plan.json and the text say 3, not 3.0)."""
-    tenths = round(x, 1)
+    tenths = round(float(x), 1)
     return int(tenths) if tenths.is_integer() else tenths
 
 
@@ -298,13 +298,15 @@ def estimate(
     odds = launchprior.odds(prior, span_by)
     pair = min(made.close_call, launchprior.FINALIST_LAUNCHES)
     # The expected count, to a tenth: a whole one would put 2.7 launches at 3 (-31% when it made 2).
-    per_host = _tenths(made.certain - made.racable * odds.raced + pair * odds.close_call)
+    # A close call's relaunches measure its level only (analysis.running.prior.finalist_levels).
+    close = _tenths(pair * odds.close_call)
+    per_host = _tenths(made.certain - made.racable * odds.raced + close)
     levels = _levels(request, traffic)
     estimates = [
         (
             est.parts(
                 est.history(results_dir, h.engine, h.server.model),
-                h.engine, levels, m, per_host, h.server.health_timeout_s, (cpu or {}).get(n),
+                h.engine, levels, m, per_host, h.server.health_timeout_s, (cpu or {}).get(n), close,
             ),
             m,
         )
@@ -320,9 +322,13 @@ def estimate(
     p, slowest = max(estimates, key=lambda e: e[0].total_s)
     least, most = p.total_at(least_n), p.total_at(most_n)
     span_text = f", {duration(least)} to {duration(most)} {est.span_as(span_by)}" if span_by else ""
+    each = f"load {p.load_s:.0f} s + suite {p.overhead_s:.0f} s"
+    # Where a launch measures more than one level, a close call's relaunches are their own term.
+    apart = close if len(levels) > 1 else 0
+    relaunch = f" + {apart:g} x ({each} + benchmark {p.close_bench_s:.0f} s of one level)" if apart else ""
     text = (
-        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {per_host:g} x (load "
-        f"{p.load_s:.0f} s + suite {p.overhead_s:.0f} s + benchmark {p.bench_s:.0f} s))"
+        f"about {duration(p.total_s)}{span_text} (setup {p.setup_s:.0f} s + {_tenths(per_host - apart):g} x "
+        f"({each} + benchmark {p.bench_s:.0f} s){relaunch})"
     )
     text += f"; assumed: {', '.join(p.assumptions)}" if p.assumptions else ""
     warning = (
@@ -338,6 +344,8 @@ def estimate(
         "load_s": p.load_s,
         "overhead_s": p.overhead_s,
         "bench_s": p.bench_s,
+        "close_call": close,
+        "close_bench_s": p.close_bench_s,
         "cpu_free": p.cpu_free,
         "assumptions": list(p.assumptions),
         "warning": warning,

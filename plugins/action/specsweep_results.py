@@ -208,16 +208,21 @@ class ActionModule(ActionBase):
         data = race.table(race.facts(host_dir), max_launch=launches, sweep_dir=host_dir.parent)
         # A config whose fact this run kept on the host (a full results disk) cannot be judged here.
         kept = {k["name"].split(".launch")[0] for k in task_vars.get("specsweep_kept") or []}
-        chosen = prior.finalists(data, [c for c in entry if c not in kept], launch_prior)
+        # Each finalist's relaunch measures the levels it is a finalist at (all: no --only).
+        judged = prior.finalist_levels(data, [c for c in entry if c not in kept], launch_prior)
+        chosen = {c: prior.only(data, levels) for c, levels in judged.items()}
+        # Said where a relaunch measures some levels only: "s1 (at c=4 chat)".
+        at = {c: ", ".join(closecall.level_text(lv) for lv in judged[c]) for c in chosen if chosen[c]}
+        named = ", ".join(c + (f" (at {at[c]})" if c in at else "") for c in chosen)
         out = [
             hostplan.dump(Slot(**order.slot(c, 2 if c in searched else launches + 1, order.FINALIST,
-                                            speculative[c]), entry=entry[c]))
-            for c in chosen
+                                            speculative[c]), entry=entry[c], levels=levels))
+            for c, levels in chosen.items()
         ]  # fmt: skip
         dropped = [order.fact_name(c, 2 if c in searched else launches + 1) for c in entry if c in kept]
         say = (
             f"finalists (the best and those within noise of it), launched once more before a winner "
-            f"is named: {', '.join(chosen)}"
+            f"is named: {named}"
             if chosen
             else ""
         )
@@ -225,7 +230,7 @@ class ActionModule(ActionBase):
             close = closecall.too_close(data, launch_prior)
             say = (
                 f"finalists at a launch spread of {launch_prior.cv_pct:.1f}% ({launch_prior.source}): "
-                + (f"{', '.join(chosen)} (a close call), launched once more" if chosen else
+                + (f"{named} (a close call), launched once more" if chosen else
                    "none, every level's decision is clear or too close to call at that spread")
                 + "".join(f"; {c}" for c in close)
             )  # fmt: skip

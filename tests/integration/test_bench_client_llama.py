@@ -164,6 +164,26 @@ def test_output_len_dataset_gives_each_record_its_own_length(llama_url: str, tmp
     assert [s["output_len"] for s in doc["benchmark"]["workloads"]] == ["dataset"]
 
 
+def test_only_the_levels_asked_for_are_measured(llama_url: str, tmp_path: Path) -> None:
+    # A finalist's relaunch (--only): of two workloads at c = 1 and 2, only code at c = 2 is sent,
+    # and the fact's settings say so; a level the run does not have is refused before any request.
+    prompts = tmp_path / "two.jsonl"
+    records = [{"id": "c1", "prompt": "a, b, c, a, b, c,", "workload": "code"},
+               {"id": "m1", "prompt": "1 2 3 1 2 3 1 2", "workload": "math"}]  # fmt: skip
+    prompts.write_text("".join(json.dumps(r) + "\n" for r in records))
+    common = ["--max-tokens", "4", "--warmup", "0", "--repeats", "1", "--concurrency", "1",
+              "--concurrency", "2", "--requests", "4"]  # fmt: skip
+    proc, doc = run_client(llama_url, prompts, *common, "--only", "code:2")
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    runs = [from_dict(Run, r) for r in doc["runs"]]
+    assert [(r.workload, r.concurrency) for r in runs] == [("code", 2)]
+    assert {q.prompt_id for q in runs[0].requests} == {"c1"}
+    settings = from_dict(BenchmarkSettings, doc["benchmark"])
+    assert (settings.only, settings.concurrency) == (["code:2"], [1, 2])
+    proc, doc = run_client(llama_url, prompts, *common, "--only", "code:4")
+    assert proc.returncode == 1 and doc == {"error": "--only code:4: not a level of this run", "runs": []}
+
+
 def test_unreachable_server_exits_nonzero_with_a_json_error(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{free_port()}"
     proc, doc = run_client(url, PROMPTS, "--max-tokens", "4", "--warmup", "1", "--repeats", "2",

@@ -90,3 +90,28 @@ def test_two_launches_each_in_the_seeded_order_and_the_baseline_again_at_the_end
     assert settings is not None and settings.ci_pct is None, settings
     assert (settings.launch_cost_s, settings.launch_cv_pct) == (rule["launch_cost_s"], rule["launch_cv_pct"])
     assert [3 <= (r.requests_sent or 0) <= 4 for r in only.runs] == [True], only.runs
+
+
+def test_a_finalists_relaunch_measures_only_the_levels_it_is_a_finalist_at(
+    sweep_inventory: Path, run_sweep
+) -> None:
+    # One launch each at c = 1 and 2 without finalists; then s1's fact is made to have measured c = 1
+    # only, as the baseline did there (a tie), and the sweep resumed with finalists on: s1 is a
+    # finalist at c = 1 alone, so its relaunch measures c = 1 (the client's --only), and says so.
+    quick = ("--limit", "sshost1", "-e", "steps=1", "-e", "concurrency=1,2", "-e", "repeats=1",
+             "-e", "max_tokens=8", "-e", "warmup=0", "-e", "bench_requests=4")  # fmt: skip
+    first = run_sweep(sweep_inventory, *quick)
+    assert first.proc.returncode == 0, first.output[-4000:]
+    host = first.sweep_dir / "sshost1"
+    baseline, s1 = (json.loads((host / f"{name}.json").read_text()) for name in ("baseline", "s1"))
+    s1["runs"] = [r for r in baseline["runs"] if r["concurrency"] == 1]
+    (host / "s1.json").write_text(json.dumps(s1))
+    again = run_sweep(sweep_inventory, *quick, "-e", "finalists=true")
+    assert again.proc.returncode == 0, again.output[-4000:]
+    assert "launched once more before a winner is named: s1 (at c=1)" in again.output, again.output[-4000:]
+    facts = {p.stem: load_fact(json.loads(p.read_text())) for p in host.glob("*.json")}
+    assert sorted(facts) == ["baseline", "s1", "s1.launch2"], sorted(facts)
+    relaunch = facts["s1.launch2"]
+    assert relaunch.status == "ok" and [r.concurrency for r in relaunch.runs] == [1], relaunch.runs
+    assert relaunch.benchmark is not None and relaunch.benchmark.only == ["1"]
+    assert relaunch.benchmark.concurrency == [1, 2]  # what the sweep measures; `only`, what this launch did

@@ -46,8 +46,28 @@ def test_the_sweeps_rows_are_the_sweeps_own_rule() -> None:
     new = [gpu_time.sweep(rng, t, 0.02, new=True)[0] for _ in range(8)]
     assert min(old) >= 7, old
     assert min(new) == 6 and sum(new) < sum(old), (new, old)
-    _, chosen = gpu_time.sweep(rng, t, 0.005, new=True)
+    n, spent, chosen = gpu_time.sweep(rng, t, 0.005, new=True)
     assert list(chosen.index) == [1, 16, 64] and set(chosen) <= set(t.index)
+    # Each launch's benchmark is counted, a finalist's relaunch only at its close calls' levels.
+    full, _ = gpu_time.bench_s(True)
+    assert 6 * full - 1e-6 <= spent <= n * full + 1e-6, (n, spent, full)
+
+
+def test_a_finalists_relaunch_is_priced_at_its_close_calls_levels_only() -> None:
+    # At a 0.5% spread the close calls are single levels (c = 16: s2 and s3 1.1% apart): the trials
+    # that relaunch spend less benchmark than whole launches would.
+    sys.path.insert(0, str(BENCH.parent))
+    import gpu_time
+
+    t, rng = gpu_time.truth(), np.random.default_rng(5)
+    m = gpu_time.measure(launch_sd=0.005)
+    full, _ = gpu_time.bench_s(True, m)
+    per_level, _ = gpu_time.bench_levels(True, m)
+    assert sum(per_level.values()) == pytest.approx(full)
+    trials = [gpu_time.sweep(rng, t, 0.005, new=True, m=m)[:2] for _ in range(12)]
+    relaunched = [(n, spent) for n, spent in trials if n > 6]
+    assert relaunched, trials
+    assert all(spent < n * full - 1e-6 for n, spent in relaunched), (relaunched, full)
 
 
 def test_the_bench_prints_each_strategy_at_each_launch_spread() -> None:

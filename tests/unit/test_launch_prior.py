@@ -109,13 +109,42 @@ def test_a_close_call_with_the_baseline_relaunches_it_and_the_config() -> None:
     assert prior.finalists(step, ["s1", "s2"], small) == ["s1"]
 
 
+def two_levels(steps: int | None, at_1: list[float], at_4: list[float]) -> Fact:
+    """One launch measured at c = 1 and c = 4, its repeats at these tok/s."""
+    one, four = launch(steps, at_1), launch(steps, at_4, concurrency=4)
+    return msgspec.structs.replace(one, runs=[*one.runs, *four.runs])
+
+
+def test_a_close_calls_relaunch_measures_only_its_level() -> None:
+    # c = 1 is close (the baseline the best, s1 5% behind and unsteady), c = 4 clear (s1 50% ahead):
+    # the pair is relaunched at c = 1 only, which the client's --only names; without the host's
+    # spread, each config where it is best or within noise of the best at the assumed 25%: s1 at
+    # both, the baseline (50% behind at c = 4) at c = 1.
+    small = known(2.0)
+    facts = [two_levels(None, [100, 101, 99], [200, 201, 199]), two_levels(1, [88, 102, 95], [300, 301, 299])]
+    step = race.table(judged(facts, small))
+    chosen = prior.finalist_levels(step, ["baseline", "s1"], small)
+    assert chosen == {"baseline": [(None, 1.0)], "s1": [(None, 1.0)]}
+    assert [prior.only(step, levels) for levels in chosen.values()] == [["1"], ["1"]]
+    assert race.measured_levels(step) == [(None, 1.0), (None, 4.0)]
+    assert prior.only(step, [(None, 4.0), (None, 1.0)]) == []  # every level: no --only
+    unknown = prior.finalist_levels(step, ["baseline", "s1"], None)
+    assert unknown == {"baseline": [(None, 1.0)], "s1": [(None, 1.0), (None, 4.0)]}
+    assert race.finalists(step, ["baseline", "s1"]) == ["baseline", "s1"]
+
+
 def test_the_finalists_action_relaunches_the_baseline_of_a_close_call_where_history_spared_it(
     tmp_path: Path,
 ) -> None:
     # No closing baseline launch (the host's history): the baseline, best, and s1 5% behind (and
-    # unsteady) are launched again; s2 is clearly behind. main's action offered only s1.
+    # unsteady) at c = 1 are launched again, at c = 1 only (c = 4 is clear: s1 50% ahead); s2 is
+    # clearly behind. main's action offered only s1, at every level.
     host = tmp_path / "localhost"
-    close = [launch(None, [100, 101, 99]), launch(1, [88, 102, 95]), launch(2, [60, 61, 59])]
+    close = [
+        two_levels(None, [100, 101, 99], [200, 201, 199]),
+        two_levels(1, [88, 102, 95], [300, 301, 299]),
+        two_levels(2, [60, 61, 59], [120, 121, 119]),
+    ]
     write(host, *judged(close, known(2.0)))  # as the plan's launch prior has each fact record it
     entries = [entry(config(steps)) for steps in (None, 1, 2)]
     plans = {"localhost": host_plan(entries, launch_prior=known(2.0))}
@@ -127,7 +156,8 @@ def test_the_finalists_action_relaunches_the_baseline_of_a_close_call_where_hist
         {"ansible.builtin.assert": {"that": [
             "chosen.slots | map(attribute='name') == ['baseline.launch2', 's1.launch2']",
             "chosen.slots | map(attribute='speculative') == [false, true]",
-            "chosen.specsweep_say is search('baseline, s1 \\(a close call\\), launched once more')",
+            "chosen.slots | map(attribute='levels') == [['1'], ['1']]",
+            "chosen.specsweep_say is search('baseline \\(at c=1\\), s1 \\(at c=1\\) \\(a close call\\)')",
         ]}},
     ])  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
@@ -287,6 +317,19 @@ def test_the_plan_says_the_spread_its_source_and_the_finalists_it_relaunches(tmp
     spans = one["sweep"]["estimate"]
     assert (spans["launches_per_host"], spans["launches_least"], spans["launches_most"]) == (3, 2, 4)
     assert "+ 3 x (load" in spans["text"], spans["text"]
+    # At two levels the close call's pair is relaunched at its level only: about half a launch's
+    # benchmark each, its own term in the text, and the least and most span it.
+    asked = request.read({**ONE_LAUNCH_EACH, "steps": "1", "finalists": "true", "concurrency": "1,4"})
+    two = plan.build(asked, {"h0": llama()}, IDENTITY, tmp_path / "r", history)["sweep"]["estimate"]
+    assert (two["launches_per_host"], two["close_call"]) == (3, 1)
+    assert two["close_bench_s"] < 0.6 * two["bench_s"], (two["close_bench_s"], two["bench_s"])
+    each = two["load_s"] + two["overhead_s"]
+    benchmark = 2 * two["bench_s"] + two["close_bench_s"]
+    assert two["seconds"] == pytest.approx(two["setup_s"] + 3 * each + benchmark)
+    assert two["seconds_least"] < two["seconds"] < two["seconds_most"]
+    assert f"+ 2 x (load {two['load_s']:.0f} s" in two["text"], two["text"]
+    assert f"+ 1 x (load {two['load_s']:.0f} s + suite {two['overhead_s']:.0f} s + benchmark " in two["text"]
+    assert "of one level))" in two["text"], two["text"]
     # No finalists and no racing: nothing to say.
     quiet_request = request.read({**ONE_LAUNCH_EACH, "steps": "1,2"})
     quiet = plan.build(quiet_request, {"h0": llama()}, IDENTITY, tmp_path / "r", history)

@@ -111,6 +111,38 @@ def test_both_clients_parse_what_they_are_given() -> None:
     )
 
 
+def test_a_launch_of_some_levels_names_them_and_both_clients_read_them_back() -> None:
+    # A finalist's relaunch measures its close calls only: the controller names them
+    # (client.level_name), the host's clients read them (parse_level) and the fact records them so.
+    bench = load_plugin("roles/benchmark/files/specsweep_bench.py")
+    levels = [client.level_name("chat", 4.0), client.level_name(None, 1.0)]
+    assert levels == ["chat:4", "1"]
+    argv = launch_argv({"argv": client_argv(SETTINGS), "client": "specsweep", "levels": levels, **OUTPUT})
+    assert argv[-3:] == ["--only=chat:4", "--only=1", "--output=/var/tmp/specsweep/sw/s1.bench.json"]
+    args = bench.parse_args(argv[2:])
+    assert args.only == [("chat", 4), (None, 1)]
+    assert [bench.level_name(level) for level in args.only] == levels
+    assert bench.load_settings(args)["only"] == levels
+    assert bench.load_settings(bench.parse_args(launched(SETTINGS)[2:]))["only"] is None
+    served = {**SETTINGS, "client": "sglang"}
+    argv = launch_argv({"argv": client_argv(served), "client": "sglang", "levels": ["4"], **OUTPUT})
+    assert adapter().parse_args(argv[2:]).only == [(None, 4)]
+
+
+def test_a_level_the_run_does_not_measure_is_refused_and_the_others_kept() -> None:
+    bench = load_plugin("roles/benchmark/files/specsweep_bench.py")
+    groups = [("chat", [{"id": "a"}]), ("code", [{"id": "b"}])]
+    assert bench.only_problem([("chat", 4), ("code", 1)], groups, [1, 4]) is None
+    assert bench.only_problem(None, groups, [1, 4]) is None
+    assert bench.only_problem([("chat", 2), ("mail", 1), ("code", 4)], groups, [1, 4]) == (
+        "--only chat:2, mail:1: not a level of this run"
+    )
+    assert bench.measured([("chat", 4)], "chat", 4) and not bench.measured([("chat", 4)], "code", 4)
+    assert bench.measured(None, "code", 1) and bench.measured([], None, 1)
+    with pytest.raises(SystemExit):
+        bench.parse_args([*launched(SETTINGS)[2:], "--only=chat:four"])
+
+
 def test_the_prompt_set_is_read_from_the_work_dir_by_its_file_name() -> None:
     settings = {**SETTINGS, "prompt_set": "/srv/prompts/mine.jsonl", "work_dir": "/w/", "concurrency": [2]}
     argv = client_argv(settings)
@@ -137,7 +169,7 @@ def test_the_filter_hands_the_role_these_functions() -> None:
 def test_the_role_passes_every_setting_the_function_reads() -> None:
     role_vars = yaml.safe_load((REPO / "roles" / "benchmark" / "vars" / "main.yml").read_text())
     assert set(role_vars["benchmark_settings"]) == set(SETTINGS)
-    assert set(role_vars["benchmark_launch"]) == {"argv", "client", *OUTPUT}
+    assert set(role_vars["benchmark_launch"]) == {"argv", "client", "levels", *OUTPUT}
 
 
 def test_the_plans_role_defaults_are_the_roles() -> None:

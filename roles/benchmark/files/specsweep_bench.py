@@ -580,6 +580,36 @@ def workload_sets(groups: list[tuple[str | None, list[Doc]]]) -> list[Doc]:
     return sets
 
 
+Level = tuple[str | None, int]  # (workload, concurrency); workload None: a plain prompt set
+
+
+def parse_level(text: str) -> Level:
+    """An --only level: C of a plain prompt set, or WORKLOAD:C (analysis.sweep.client.level_name
+    writes them)."""
+    workload, _, concurrency = text.rpartition(":")
+    return workload or None, int(concurrency)
+
+
+def level_name(level: Level) -> str:
+    """An --only level as written (the fact's benchmark settings record them so)."""
+    workload, concurrency = level
+    return f"{workload}:{concurrency}" if workload else str(concurrency)
+
+
+def measured(only: list[Level] | None, workload: str | None, concurrency: int) -> bool:
+    """Whether this level is measured: every level unless --only names some (a finalist's
+    relaunch measures only its close calls)."""
+    return not only or (workload, concurrency) in only
+
+
+def only_problem(only: list[Level] | None, groups: list[tuple[str | None, list[Doc]]],
+                 concurrency: list[int]) -> str | None:  # fmt: skip
+    """Why an --only level is not one this run measures, or None."""
+    known = {(w, c) for w, _ in groups for c in concurrency}
+    unknown = [level_name(level) for level in only or [] if level not in known]
+    return f"--only {', '.join(unknown)}: not a level of this run" if unknown else None
+
+
 def add_measurement_options(p: argparse.ArgumentParser) -> None:
     """The options of a measurement, shared with the bench_serving adapter so both clients take
     the role's settings the same way."""
@@ -596,6 +626,8 @@ def add_measurement_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration-s", type=float, help="instead: send for this long per level and repeat")
     p.add_argument("--request-rate", type=float, help="open loop: Poisson arrivals/s, at most c in flight")
     p.add_argument("--seed", type=int, default=42, help="seed of the records sent (and of the arrivals)")
+    p.add_argument("--only", action="append", type=parse_level, metavar="[WORKLOAD:]C",
+                   help="measure only this level (repeatable; default: every level)")  # fmt: skip
 
 
 def add_stopping_options(p: argparse.ArgumentParser) -> None:
@@ -672,8 +704,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def load_settings(args: argparse.Namespace) -> Doc:
     """How the levels were driven, for the fact's benchmark settings."""
+    only = [level_name(level) for level in args.only] if args.only else None
     return {"requests": args.requests, "duration_s": args.duration_s, "request_rate": args.request_rate,
-            "seed": args.seed}  # fmt: skip
+            "seed": args.seed, "only": only}  # fmt: skip
 
 
 def emit(doc: Doc, output: str | None) -> None:
@@ -718,9 +751,13 @@ def main(argv: list[str] | None = None) -> int:
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     probe = specsweep_serverload.Probe(args.engine, client.host, client.port, client.headers)
     groups = by_workload(prompts)
+    problem = only_problem(args.only, groups, args.concurrency)
+    if problem:
+        emit({"error": problem, "runs": []}, args.output)
+        return 1
     stop = stopping(args)
     for workload, records in groups:
-        for conc in args.concurrency:
+        for conc in (c for c in args.concurrency if measured(args.only, workload, c)):
             load = Load(conc, requests_per_level(conc, len(records), args.requests), args.duration_s,
                         args.request_rate, stop)  # fmt: skip
             for repeat in range(1, args.repeats + 1):

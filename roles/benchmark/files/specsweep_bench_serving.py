@@ -59,6 +59,8 @@ from specsweep_bench import (
     load_problem,
     load_prompts,
     load_settings,
+    measured,
+    only_problem,
     progress,
     record_sampler,
     requests_per_level,
@@ -264,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     """Every (concurrency, repeat) through bench_serving; exit 1 if a run failed or got nothing."""
     args = parse_args(argv)
     prompts, digest = load_prompts(args.prompts)
-    problem = extra_problem(args.extra_arg)
+    # One dataset: its levels are the plain prompt set's.
+    problem = extra_problem(args.extra_arg) or only_problem(args.only, [(None, prompts)], args.concurrency)
     if problem:
         emit({"error": problem, "runs": []}, args.output)
         return 1
@@ -284,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     client = Client("sglang", args.url, api_key, args.timeout_s)
     probe = specsweep_serverload.Probe("sglang", client.host, client.port, client.headers)
-    for conc in args.concurrency:
+    for conc in (c for c in args.concurrency if measured(args.only, None, c)):
         n = requests_per_level(conc, len(prompts), args.requests)
         for repeat in range(1, args.repeats + 1):
             where = f"concurrency {conc}, repeat {repeat}"
