@@ -20,7 +20,7 @@ import msgspec
 from analysis.engines import ENGINES, ScheduleError, SettingError
 from analysis.engines.base import BUILTIN_SCHEDULE
 from analysis.redact import REDACTED, redact_argv, redact_env
-from analysis.sweep import client, launchprior, levelsize, order, prefetch
+from analysis.sweep import client, cpuload, launchprior, levelsize, order, prefetch
 from analysis.sweep import config as cfg
 from analysis.sweep import estimate as est
 from analysis.sweep.hostplan import AdaptiveCopy, Benchmark, Entry, HostPlan, Server, Slot, Sweep, dump, load
@@ -254,11 +254,12 @@ def _prompt_set_records() -> int:
 
 def cpu_now(host: HostInput) -> tuple[float, float] | None:
     """A CPU engine's (cores it would get now, its threads) on a host that is the controller: the
-    load average says how many others run (analysis.sweep.estimate.free_cores); None elsewhere."""
+    cores others keep busy now say how many others run (analysis.sweep.cpuload,
+    analysis.sweep.estimate.free_cores); None elsewhere."""
     if not host.local or not ENGINES[host.engine].cpu_bound:
         return None
     need = float(host.settings.get("threads") or 1)
-    return est.free_cores(os.getloadavg()[0], os.cpu_count() or 1, need), need
+    return est.free_cores(cpuload.busy_cores(), os.cpu_count() or 1, need), need
 
 
 def measure(request: Request, stopping: levelsize.LevelSizing | None) -> est.Measure:
