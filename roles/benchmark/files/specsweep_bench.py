@@ -739,6 +739,11 @@ def main(argv: list[str] | None = None) -> int:
     """Warm up, then run every (concurrency, repeat); exit 1 if a run got nothing."""
     args = parse_args(argv)
     prompts, digest = load_prompts(args.prompts)
+    groups = by_workload(prompts)
+    problem = only_problem(args.only, groups, args.concurrency)
+    if problem:  # before any request: a level the records do not have
+        emit({"error": problem, "runs": []}, args.output)
+        return 1
     api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
     client = Client(args.engine, args.url, api_key, args.timeout_s)
     work = make_work(client, args.max_tokens)
@@ -750,11 +755,6 @@ def main(argv: list[str] | None = None) -> int:
     emit_when_stopped(runs, level, args.output)
     watch = specsweep_interference.Watch.for_port(urllib.parse.urlsplit(args.url).port)
     probe = specsweep_serverload.Probe(args.engine, client.host, client.port, client.headers)
-    groups = by_workload(prompts)
-    problem = only_problem(args.only, groups, args.concurrency)
-    if problem:
-        emit({"error": problem, "runs": []}, args.output)
-        return 1
     stop = stopping(args)
     for workload, records in groups:
         for conc in (c for c in args.concurrency if measured(args.only, workload, c)):
