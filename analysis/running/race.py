@@ -18,7 +18,7 @@ more before a winner is named.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +28,11 @@ from analysis import objectives
 from analysis.facts.load import REQUEST_COLUMNS, RUN_COLUMNS, frame
 from analysis.facts.rows import request_columns, run_rows
 from analysis.facts.schema import Fact, decode_fact, to_dict
-from analysis.report.closecall import Level
+from analysis.report.closecall import Level, level_text
 from analysis.report.compare import GROUP, TABLE_COLUMNS, step_table
 from analysis.report.sla import Sla, with_run_goodput
+from analysis.sweep.client import level_of
+from analysis.sweep.order import fact_name
 
 
 def facts(host_dir: Path) -> list[Fact]:
@@ -175,14 +177,21 @@ def previous_fact(host_dir: Path, config_id: str) -> Fact | None:
     return max(mine, key=lambda f: f.launch_index) if mine else None
 
 
-def relaunched(sweep_dir: Path, hosts: Iterable[str], launches: int) -> str:
+def relaunched(
+    sweep_dir: Path, hosts: Iterable[str], launches: int, closing: Mapping[str, Collection[str]] | None = None
+) -> str:
     """The end-of-sweep line naming the finalists' extra launches (after launch `launches`, or a
-    step search's launch 2 of a probe); '' when there were none."""
+    step search's launch 2 of a probe), each with the levels it measured where not every one; the
+    baseline's too where `closing` (per host, the plan's again-launches) does not name it: there the
+    host's history spared it its again-launch and a close call relaunched it. '' when there were none."""
     names = [
-        f"{host}/{f.config.id}.launch{f.launch_index}"
+        f"{host}/{name}" + (f" (at {', '.join(level_text(level_of(o)) for o in only)})" if only else "")
         for host in hosts
         for f in facts(sweep_dir / host)
-        if f.config.speculative and f.launch_index > launches and f.raced_out is None
+        for name, only in [(fact_name(f.config.id, f.launch_index), f.benchmark and f.benchmark.only)]
+        if f.launch_index > launches
+        and f.raced_out is None
+        and (f.config.speculative or (closing is not None and name not in closing.get(host, ())))
     ]
     if not names:
         return ""

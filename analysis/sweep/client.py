@@ -98,6 +98,12 @@ def level_name(workload: str | None, concurrency: float) -> str:
     return f"{workload}:{concurrency:g}" if workload else f"{concurrency:g}"
 
 
+def level_of(name: str) -> tuple[str | None, float]:
+    """(workload, concurrency) of a level_name, as a fact's benchmark.only records it."""
+    workload, _, concurrency = name.rpartition(":")
+    return workload or None, float(concurrency)
+
+
 # When a level stops early (specsweep's own client; bench_serving sends each level's count); the
 # launch's cost and spread are the plan's, per host (analysis.sweep.levelsize).
 STOP_OPTIONS = {"bench_ci_pct": "--ci-pct", "bench_min_requests": "--min-requests",

@@ -43,7 +43,9 @@ class ActionModule(ActionBase):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             cli.main(["report", sweep["dir"], *request.ranking_options(sweep["settings"])])
         parts = [out.getvalue().rstrip() or err.getvalue().rstrip(), render_summary(root)]
-        parts.append(race.relaunched(root, sweep["hosts"], int(sweep["settings"].get("launches", 1))))
+        closing = {h: [s["name"] for s in p.get("closing") or []] for h, p in plan["hosts"].items()}
+        launches = int(sweep["settings"].get("launches", 1))
+        parts.append(race.relaunched(root, sweep["hosts"], launches, closing))
         parts.append(race.saved(root, sweep["hosts"]))
         hostvars = task_vars["hostvars"]
         states = {h: progress.host_state(hostvars[h]) for h in sweep["hosts"]}

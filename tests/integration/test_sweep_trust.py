@@ -109,6 +109,7 @@ def test_a_finalists_relaunch_measures_only_the_levels_it_is_a_finalist_at(
     again = run_sweep(sweep_inventory, *quick, "-e", "finalists=true")
     assert again.proc.returncode == 0, again.output[-4000:]
     assert "launched once more before a winner is named: s1 (at c=1)" in again.output, again.output[-4000:]
+    assert "before the winner was named: sshost1/s1.launch2 (at c=1)" in again.output, again.output[-4000:]
     facts = {p.stem: load_fact(json.loads(p.read_text())) for p in host.glob("*.json")}
     assert sorted(facts) == ["baseline", "s1", "s1.launch2"], sorted(facts)
     relaunch = facts["s1.launch2"]

@@ -117,6 +117,7 @@ def test_a_launch_of_some_levels_names_them_and_both_clients_read_them_back() ->
     bench = load_plugin("roles/benchmark/files/specsweep_bench.py")
     levels = [client.level_name("chat", 4.0), client.level_name(None, 1.0)]
     assert levels == ["chat:4", "1"]
+    assert [client.level_of(name) for name in levels] == [("chat", 4.0), (None, 1.0)]
     argv = launch_argv({"argv": client_argv(SETTINGS), "client": "specsweep", "levels": levels, **OUTPUT})
     assert argv[-3:] == ["--only=chat:4", "--only=1", "--output=/var/tmp/specsweep/sw/s1.bench.json"]
     args = bench.parse_args(argv[2:])

@@ -141,6 +141,24 @@ def test_the_end_of_sweep_line_names_the_finalists_launches(tmp_path: Path) -> N
     assert race.relaunched(tmp_path, ["h"], 2) == ""  # launch 2 of 2 is no finalist's
 
 
+def test_the_end_of_sweep_line_names_a_relaunchs_levels_and_the_baseline_a_close_call_relaunched(
+    tmp_path: Path,
+) -> None:
+    # Where the host's history spared the baseline its again-launch (the plan's closing is empty), its
+    # launch 2 is a close call's relaunch, named like any finalist's; each with the levels it measured.
+    host = tmp_path / "h"
+    base, s1 = launch(None, [100, 101], k=2), launch(1, [139, 141], k=2)
+    assert s1.benchmark is not None
+    s1 = msgspec.structs.replace(s1, benchmark=msgspec.structs.replace(s1.benchmark, only=["chat:4"]))
+    write(host, launch(None, [100, 101]), launch(1, [140, 142]), base, s1)
+    said = "finalists launched once more before the winner was named: "
+    relaunched = f"{said}h/baseline.launch2, h/s1.launch2 (at c=4 chat)"
+    assert race.relaunched(tmp_path, ["h"], 1, {"h": []}) == relaunched
+    # Planned as the baseline's again-launch (the drift check), it is no finalist's.
+    again = race.relaunched(tmp_path, ["h"], 1, {"h": ["baseline.launch2"]})
+    assert again == f"{said}h/s1.launch2 (at c=4 chat)"
+
+
 def test_the_results_action_names_launch_k_and_picks_the_finalists(tmp_path: Path) -> None:
     host = tmp_path / "localhost"
     # s1 best, s2 (a step search's probe) within noise of it, s3 slower even allowing for the launch
