@@ -457,19 +457,25 @@ def versus(sweep: Mapping[str, Any], root: Path, now: float) -> str:
     took = now - float(sweep["run_started_at"])
     if planned.get("seconds") is None:
         return ""
+    # Each launch's timings, and whether it measured some levels only (a close call's relaunch).
     timings = [
-        f["timings"] for f in _facts(root)
+        (f["timings"], bool((f.get("benchmark") or {}).get("only"))) for f in _facts(root)
         if (f.get("timings") or {}).get("started_at", 0) >= sweep["run_started_at"]
         and f["timings"].get("load_s") is not None and f["timings"].get("bench_s") is not None
     ]  # fmt: skip
     medians = ""
     if timings and planned.get("load_s") is not None:
-        load = statistics.median(t["load_s"] for t in timings)
-        bench = statistics.median(t["bench_s"] for t in timings)
-        medians = (
-            f"; per launch load {load:.0f} s (estimated {planned['load_s']:.0f}), "
-            f"benchmark {bench:.0f} s (estimated {planned['bench_s']:.0f})"
-        )
+        load = statistics.median(t["load_s"] for t, _ in timings)
+        medians = f"; per launch load {load:.0f} s (estimated {planned['load_s']:.0f})"
+        whole = [t["bench_s"] for t, some in timings if not some]
+        some = [t["bench_s"] for t, some in timings if some]
+        if whole:
+            medians += f", benchmark {statistics.median(whole):.0f} s (estimated {planned['bench_s']:.0f})"
+        if some and planned.get("close_bench_s") is not None:
+            medians += (
+                f", a close call's relaunch {statistics.median(some):.0f} s of benchmark (estimated "
+                f"{planned['close_bench_s']:.0f})"
+            )
     had = [
         min(free, _threads(f)) for f in _facts(root)
         if (f.get("timings") or {}).get("started_at", 0) >= sweep["run_started_at"]

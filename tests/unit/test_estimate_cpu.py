@@ -89,6 +89,23 @@ def test_the_end_of_sweep_line_says_the_cores_the_server_had_against_the_estimat
                                     tmp_path / "old", 150.0)  # fmt: skip
 
 
+def test_the_end_of_sweep_line_takes_a_close_calls_relaunches_apart(tmp_path: Path) -> None:
+    # Two whole launches (50 s of benchmark) and a close call's two relaunches of one level (12 s):
+    # the per-launch benchmark is the whole ones', the relaunches' beside their own estimate.
+    sweep_with(tmp_path, [(10.0, 0.5), (12.0, 0.5), (10.0, 0.5), (12.0, 0.5)])
+    for name in ("s2", "s3"):
+        path = tmp_path / "old" / "h0" / f"{name}.json"
+        fact = json.loads(path.read_text())
+        fact["timings"]["bench_s"], fact["benchmark"] = 12.0, {"only": ["chat:4"]}
+        path.write_text(json.dumps(fact))
+    planned = {"seconds": 120.0, "load_s": 2.0, "bench_s": 48.0, "close_bench_s": 13.0}
+    line = est.versus({"estimate": planned, "run_started_at": 0.0}, tmp_path / "old", 130.0)
+    assert line == (
+        "estimate 120 s, took 130 s (+8%); per launch load 2 s (estimated 2), benchmark 50 s "
+        "(estimated 48), a close call's relaunch 12 s of benchmark (estimated 13)"
+    )
+
+
 def test_the_end_of_sweep_line_says_the_span_of_launches_the_finalists_could_make(tmp_path: Path) -> None:
     # A known launch spread: finalists only on a close call, so the plan had a span around its count.
     planned = {"seconds": 2301.0, "seconds_least": 1539.0, "seconds_most": 3063.0}
