@@ -19,7 +19,9 @@ SAMPLE_S = 0.5  # long enough for a few scheduler ticks on every core, short bes
 def ticks(stat: str) -> tuple[int, int]:
     """(busy, total) jiffies of all CPUs from /proc/stat's text: its first line, "cpu user nice
     system idle iowait irq softirq steal [guest guest_nice]"; idle and iowait are not busy, guest
-    time is counted in user and nice already."""
+    time is counted in user and nice already. The hosts' interference sampler counts busy time so
+    too (roles/benchmark/files/specsweep_interference.py busy_jiffies, stdlib on the host; the two
+    are checked to agree in tests/unit/test_cpuload.py)."""
     fields = [int(v) for v in stat.splitlines()[0].split()[1:9]]
     idle = fields[3] + fields[4]
     return sum(fields) - idle, sum(fields)

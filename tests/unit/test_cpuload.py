@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import specsweep_interference  # the hosts' sampler (tests/unit/conftest.py puts its folder on the path)
 
 from analysis.sweep import cpuload
 
@@ -17,6 +18,8 @@ STAT = "cpu  100 5 50 800 40 3 2 0 7 0\ncpu0 50 2 25 400 20 1 1 0 3 0\nintr 1\n"
 def test_busy_and_total_jiffies_leave_idle_iowait_and_guest_out() -> None:
     # busy: user 100 + nice 5 + system 50 + irq 3 + softirq 2 + steal 0; guest (7) is in user already.
     assert cpuload.ticks(STAT) == (160, 1000)
+    # The same busy time the hosts' interference sampler reads from the same line.
+    assert cpuload.ticks(STAT)[0] == specsweep_interference.busy_jiffies(STAT)
 
 
 def test_a_spinning_process_is_counted_while_it_spins() -> None:
